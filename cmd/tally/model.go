@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"tally/backends"
+	"tally/backends/gomlx"
+)
+
+// openModel opens the backend a --model value names: "demo" (the embedded
+// demo model), "ollama:NAME" (an Ollama server), or a Hugging Face
+// directory or cache name for the native backend.
+func openModel(ctx context.Context, spec, device string, concurrency int) (backends.Backend, error) {
+	opts := gomlx.Options{Device: device, MaxBatch: concurrency}
+	switch {
+	case spec == "demo":
+		m, err := gomlx.Demo(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open demo model: %w", err)
+		}
+		return m, nil
+	case strings.HasPrefix(spec, "ollama:"):
+		return nil, fmt.Errorf("model %q: the Ollama backend is not built yet", spec)
+	default:
+		m, err := gomlx.Open(ctx, spec, opts)
+		if err != nil {
+			return nil, fmt.Errorf("open model %s: %w", spec, err)
+		}
+		return m, nil
+	}
+}

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"tally/backends"
+	"tally/backends/gomlx"
+	"tally/generate"
+	"tally/store"
+	"tally/tasks"
+)
+
+// runFlags are the flags shared by run, rerun, demo, plan, rescore and
+// compare.
+type runFlags struct {
+	model       string
+	device      string
+	tasks       []string
+	stops       []string
+	maxTokens   int
+	limit       int
+	samples     []string
+	storePath   string
+	concurrency int
+	json        bool
+	data        string
+	skipBad     bool
+}
+
+func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
+	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
+	fl.StringSliceVar(&f.tasks, "tasks", defTasks, "tasks: built-in names or YAML paths (see `tally tasks`)")
+	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
+	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
+	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
+	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
+	fl.StringVar(&f.storePath, "store", "tally.db", "results store (SQLite file)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight at once (native: batch size; default 8)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
+	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
+	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
+}
+
+// session is what every model-facing command sets up: the store, the
+// backend, the jobs.
+type session struct {
+	flags *runFlags
+	st    *store.Store
+	be    backends.Backend
+	jobs  []*generate.Job
+	cfgs  []*tasks.Config
+}
+
+func (f *runFlags) settings() ([]generate.StopSetting, error) {
+	var out []generate.StopSetting
+	seen := map[string]bool{}
+	for _, a := range f.stops {
+		s, err := generate.ParseStop(a)
+		if err != nil {
+			return nil, err
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("stop setting %q given twice", s.Name)
+		}
+		seen[s.Name] = true
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// loadJobs resolves tasks and loads their samples; no model is needed.
+func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
+	stops, err := f.settings()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(f.tasks) == 0 {
+		return nil, nil, fmt.Errorf("no tasks: pass --tasks")
+	}
+	if f.data != "" && len(f.tasks) > 1 {
+		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+	}
+	var jobs []*generate.Job
+	var cfgs []*tasks.Config
+	for _, spec := range f.tasks {
+		cfg, err := tasks.Resolve(spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+		if err != nil {
+			return nil, nil, err
+		}
+		if loaded.Skipped > 0 {
+			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
+		}
+		if len(loaded.Samples) == 0 {
+			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
+		}
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer()}
+		if len(stops) > 0 {
+			j.Settings = stops
+		}
+		if f.maxTokens > 0 {
+			j.MaxTokens = f.maxTokens
+		}
+		jobs = append(jobs, j)
+		cfgs = append(cfgs, cfg)
+	}
+	return jobs, cfgs, nil
+}
+
+func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error) {
+	jobs, cfgs, err := f.loadJobs(stderr)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return nil, err
+	}
+	be, err := openModel(ctx, f.model, f.device, f.concurrency)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+}
+
+func (s *session) Close() {
+	s.be.Close()
+	s.st.Close()
+}
+
+func newRunCmd(name, short string) *cobra.Command {
+	f := &runFlags{}
+	defModel, defTasks := "", []string(nil)
+	if name == "demo" {
+		defModel, defTasks = "demo", []string{"demo"}
+	}
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.model == "" {
+				return fmt.Errorf("no model: pass --model")
+			}
+			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd, defModel, defTasks)
+	return cmd
+}
+
+func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io.Writer) error {
+	s, err := f.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, j := range s.jobs {
+		if err := s.st.PutSamples(ctx, storeSamples(j)); err != nil {
+			return err
+		}
+	}
+	plan, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
+	if err != nil {
+		return err
+	}
+	if name == "rerun" && plan.Counts[generate.Missing] == countCells(plan) {
+		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", f.storePath)
+	}
+	if !f.json {
+		printPlan(stderr, plan)
+	}
+	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
+		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency})
+	host, _ := os.Hostname()
+	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
+		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
+	if err != nil {
+		return err
+	}
+	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr)})
+	status := "done"
+	if execErr != nil {
+		status = "interrupted"
+	}
+	statsJSON, _ := json.Marshal(backendStats(s.be))
+	// Record the run's end even when interrupted, with a context that is
+	// not cancelled.
+	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
+		execErr = err
+	}
+	if execErr != nil {
+		return execErr
+	}
+	res, err := generate.ReadResults(ctx, s.st, plan)
+	if err != nil {
+		return err
+	}
+	sum.Scores = res.Means()
+	if f.json {
+		return writeJSON(stdout, sum)
+	}
+	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
+		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
+	printScores(stdout, s.jobs, res)
+	return nil
+}
+
+func countCells(p *generate.Plan) int {
+	n := 0
+	for _, c := range p.Counts {
+		n += c
+	}
+	return n
+}
+
+func storeSamples(j *generate.Job) []store.Sample {
+	out := make([]store.Sample, len(j.Samples))
+	for i, s := range j.Samples {
+		meta, _ := json.Marshal(map[string]any{"metadata": s.Metadata, "share_key": s.ShareKey})
+		out[i] = store.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, Refs: s.References, Metadata: meta}
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn")
+	means := res.Means()
+	for _, j := range jobs {
+		for _, set := range j.Settings {
+			for _, m := range res.Metrics(j.Task) {
+				n := len(res[j.Task][set.Name][m])
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%d\n", j.Task, set.String(), m, means[j.Task][set.Name][m], n)
+			}
+		}
+	}
+	tw.Flush()
+}
+
+func backendStats(be backends.Backend) any {
+	if m, ok := be.(*gomlx.Model); ok {
+		return m.Stats()
+	}
+	return struct{}{}
+}
+
+// planJSON is `tally plan --json`.
+type planJSON struct {
+	Fingerprint      string                       `json:"fingerprint"`
+	Counts           map[generate.Status]int      `json:"counts"`
+	Requests         int                          `json:"requests"`
+	TokensToGenerate int                          `json:"tokens_to_generate"`
+	PromptTokens     int                          `json:"prompt_tokens"`
+	Throughput       float64                      `json:"tokens_per_second"`
+	EstimatedSeconds float64                      `json:"estimated_seconds"`
+	Overflow         int                          `json:"context_overflow"`
+	Tasks            map[string]map[string]counts `json:"tasks"`
+}
+
+type counts map[generate.Status]int
+
+func planSummary(p *generate.Plan) planJSON {
+	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
+		PromptTokens: p.PromptTokens, Throughput: p.Throughput, EstimatedSeconds: p.EstimatedSeconds, Overflow: p.Overflow,
+		Tasks: map[string]map[string]counts{}}
+	for _, s := range generate.Statuses {
+		if _, ok := out.Counts[s]; !ok {
+			out.Counts[s] = 0
+		}
+	}
+	for _, it := range p.Items {
+		t := out.Tasks[it.Job.Task]
+		if t == nil {
+			t = map[string]counts{}
+			out.Tasks[it.Job.Task] = t
+		}
+		for k, set := range it.Job.Settings {
+			if t[set.Name] == nil {
+				t[set.Name] = counts{}
+			}
+			t[set.Name][it.Statuses[k]]++
+		}
+	}
+	return out
+}
+
+func printPlan(w io.Writer, p *generate.Plan) {
+	sum := planSummary(p)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "task\tsetting")
+	for _, s := range generate.Statuses {
+		fmt.Fprintf(tw, "\t%s", s)
+	}
+	fmt.Fprintln(tw)
+	taskNames := make([]string, 0, len(sum.Tasks))
+	for t := range sum.Tasks {
+		taskNames = append(taskNames, t)
+	}
+	sort.Strings(taskNames)
+	for _, t := range taskNames {
+		sets := make([]string, 0, len(sum.Tasks[t]))
+		for s := range sum.Tasks[t] {
+			sets = append(sets, s)
+		}
+		sort.Strings(sets)
+		for _, s := range sets {
+			fmt.Fprintf(tw, "%s\t%s", t, s)
+			for _, st := range generate.Statuses {
+				fmt.Fprintf(tw, "\t%d", sum.Tasks[t][s][st])
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	tw.Flush()
+	eta := "unknown (no earlier run of this model in the store)"
+	if p.EstimatedSeconds >= 0 {
+		eta = fmt.Sprintf("about %.1fs at %.1f tokens/s measured earlier", p.EstimatedSeconds, p.Throughput)
+	}
+	var extra []string
+	if p.Overflow > 0 {
+		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
+	}
+	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %d prompt tokens to prefill; time: %s\n%s",
+		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
+}
+
+func newPlanCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show, before any model work, what a run would reuse, continue, retry and generate",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.model == "" {
+				return fmt.Errorf("no model: pass --model")
+			}
+			ctx := cmd.Context()
+			s, err := f.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(cmd.OutOrStdout(), planSummary(p))
+			}
+			printPlan(cmd.OutOrStdout(), p)
+			return nil
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
+}
+
+func newRescoreCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "rescore",
+		Short: "Recompute scores from stored generations, with no model work",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.model == "" {
+				return fmt.Errorf("no model: pass --model")
+			}
+			ctx := cmd.Context()
+			s, err := f.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
+			if err != nil {
+				return err
+			}
+			n, err := generate.Rescore(ctx, s.st, p, 0)
+			if err != nil {
+				return err
+			}
+			res, err := generate.ReadResults(ctx, s.st, p)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"rescored": n, "scores": res.Means()})
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "rescored %d (sample, setting) pairs from stored generations\n", n)
+			printScores(cmd.OutOrStdout(), s.jobs, res)
+			return nil
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
+}

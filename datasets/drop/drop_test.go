@@ -1,0 +1,53 @@
+package drop
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sharedData(t *testing.T, rel string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "data", rel)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+func TestLoadOriginal(t *testing.T) {
+	qs, err := Load(sharedData(t, "drop/drop_dataset_dev.subset.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 40 {
+		t.Fatalf("got %d questions, want 40", len(qs))
+	}
+	if qs[0].SectionID != "nfl_1184" || qs[0].Passage == "" || len(qs[0].Answer) == 0 {
+		t.Errorf("first question %+v", qs[0])
+	}
+}
+
+func TestLoadBad(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, body, errSub string }{
+		{"x.json", `{"s1": {"passage": "", "qa_pairs": []}}`, "empty passage"},
+		{"y.json", `{"s1": {"passage": "p", "qa_pairs": [{"question": "q"}]}}`, "question 0"},
+		{"z.jsonl", "{\"query_id\":\"1\",\"passage\":\"p\",\"question\":\"q\",\"answer\":{}}\n{\"query_id\":\"2\",\"passage\":\"p\"}\n", "line 2"},
+		{"w.json", `{"s1": `, "w.json"},
+	}
+	for _, tc := range tests {
+		p := filepath.Join(dir, tc.name)
+		os.WriteFile(p, []byte(tc.body), 0o644)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.errSub) {
+			t.Errorf("%s: error %v, want containing %q", tc.name, err, tc.errSub)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+// Package generate turns samples into requests, asks the store what already
+// exists, plans what must run, schedules requests onto a backend, applies
+// stop sequences, and writes each finished generation (with its scores) to
+// the store as it arrives.
+//
+// Greedy decoding is deterministic and a stop sequence only cuts text, so a
+// generation is stored raw, keyed without its stop settings and budget, and
+// truncated per setting at scoring time. K stop settings cost one pass that
+// ends when all of them have stopped; a new setting whose cut lies inside a
+// stored continuation costs no model work, and one that needs more text
+// continues the stored token ids instead of starting over.
+package generate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"tally/backends"
+	"tally/datasets"
+	"tally/store"
+)
+
+// Decoding names the decoding parameters that are part of a generation's
+// key. tally decodes greedily; the string is versioned so that a future
+// sampler cannot collide with it.
+const Decoding = "greedy/v1"
+
+// Scorer scores one truncated prediction of a sample; keys are metric names
+// (e.g. "drop.em").
+type Scorer func(prediction string, s datasets.Sample) (map[string]float64, error)
+
+// Job is one task's part of a run: its samples, the stop settings to score,
+// the token budget, and how to score.
+type Job struct {
+	Task      string
+	Samples   []datasets.Sample
+	Settings  []StopSetting
+	MaxTokens int
+	Score     Scorer
+}
+
+// Status is the state of one (sample, stop setting) before a run.
+type Status string
+
+// The statuses a planner assigns.
+const (
+	// Complete: a stored generation answers the setting and it is scored.
+	Complete Status = "complete"
+	// Answerable: a stored generation answers it; only scoring is needed.
+	Answerable Status = "answerable"
+	// Continue: the stored generation is too short for this setting; it is
+	// extended from its stored token ids.
+	Continue Status = "continue"
+	// Failed: the stored generation ended in an error; it is generated again.
+	Failed Status = "failed"
+	// Missing: nothing is stored.
+	Missing Status = "missing"
+)
+
+// Statuses lists the statuses in display order.
+var Statuses = []Status{Complete, Answerable, Continue, Failed, Missing}
+
+// Item is one sample of a plan with what it needs.
+type Item struct {
+	Job    *Job
+	Sample *datasets.Sample
+	// Key is the generation key (model, exact prompt, decoding).
+	Key string
+	// PromptIDs is the tokenised prompt (nil for server-side tokenisation).
+	PromptIDs []int
+	// Stored is the stored generation, if any.
+	Stored *store.Generation
+	// Statuses holds one status per Job.Settings entry.
+	Statuses []Status
+	// NewTokens is the budget of the request to run (0: no model work).
+	NewTokens int
+	// Continue marks a request that extends Stored rather than starting over.
+	Continue bool
+}
+
+// Plan is what a run will do, computed before any model work.
+type Plan struct {
+	Fingerprint string
+	Items       []*Item
+	// Counts counts (sample, setting) pairs per status.
+	Counts map[Status]int
+	// Requests is the number of samples that need model work.
+	Requests int
+	// TokensToGenerate is an upper bound: each request's budget.
+	TokensToGenerate int
+	// PromptTokens is the number of prompt (and prefix) tokens to prefill.
+	PromptTokens int
+	// Throughput is generated tokens per second measured in earlier runs of
+	// this model (0 when unknown); EstimatedSeconds derives from it (-1
+	// when unknown).
+	Throughput       float64
+	EstimatedSeconds float64
+	// Overflow counts samples whose prompt cannot fit the model's context.
+	Overflow int
+}
+
+// Key returns the generation key: a digest of the model fingerprint, the
+// exact prompt (token ids when the backend tokenises locally, else the
+// text) and the decoding parameters. Stop settings and token budget are
+// deliberately not part of it.
+func Key(fingerprint string, promptIDs []int, prompt string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", fingerprint, Decoding)
+	if promptIDs != nil {
+		h.Write([]byte("ids\x00"))
+		var b [4]byte
+		for _, id := range promptIDs {
+			binary.LittleEndian.PutUint32(b[:], uint32(id))
+			h.Write(b[:])
+		}
+	} else {
+		h.Write([]byte("text\x00"))
+		h.Write([]byte(prompt))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Truncate applies a stop setting and a token budget to a stored
+// generation: the text is first limited to the first budget tokens (when
+// token offsets are known), then cut at the setting's earliest match. ok is
+// false when the stored text cannot answer the setting (no match, and the
+// generation stopped early for another reason than eos, context or the
+// budget); need is then the number of tokens still to generate.
+func Truncate(g *store.Generation, s StopSetting, budget int) (pred string, ok bool, need int) {
+	text := g.Text
+	if len(g.Offsets) > budget {
+		text = text[:g.Offsets[budget]]
+	}
+	if m, found := FindStop(text, s.Seqs); found {
+		return text[:m.Offset], true, 0
+	}
+	switch {
+	case g.Imported, g.Finish == backends.FinishEOS, g.Finish == backends.FinishContext, g.NTokens >= budget:
+		return text, true, 0
+	}
+	return "", false, budget - g.NTokens
+}
+
+// MakePlan classifies every (sample, setting) of the jobs against the store
+// and decides the model work: a sample with a missing or failed setting is
+// generated from scratch; one that only needs more text is continued.
+func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []*Job) (*Plan, error) {
+	fp, err := be.Fingerprint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan: model fingerprint: %w", err)
+	}
+	p := &Plan{Fingerprint: fp, Counts: map[Status]int{}, EstimatedSeconds: -1}
+	tok := be.Tokenizer()
+	var keys []string
+	for _, j := range jobs {
+		for i := range j.Samples {
+			s := &j.Samples[i]
+			it := &Item{Job: j, Sample: s}
+			if tok != nil {
+				ids, err := tok.Encode(s.Prompt, true)
+				if err != nil {
+					return nil, fmt.Errorf("plan: tokenise prompt of %s/%s: %w", s.Task, s.ID, err)
+				}
+				it.PromptIDs = ids
+			}
+			it.Key = Key(fp, it.PromptIDs, s.Prompt)
+			keys = append(keys, it.Key)
+			p.Items = append(p.Items, it)
+		}
+	}
+	stored, err := st.Generations(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	scored, err := st.ScoredMetrics(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	ctxLen := be.ContextLength()
+	for _, it := range p.Items {
+		if g, ok := stored[it.Key]; ok {
+			it.Stored = &g
+		}
+		budget := it.Job.MaxTokens
+		need, fresh := 0, false
+		it.Statuses = make([]Status, len(it.Job.Settings))
+		for k, set := range it.Job.Settings {
+			var stt Status
+			switch g := it.Stored; {
+			case g == nil:
+				stt, fresh = Missing, true
+			case g.Finish == backends.FinishError:
+				stt, fresh = Failed, true
+			default:
+				_, ok, n := Truncate(g, set, budget)
+				switch {
+				case !ok:
+					stt, need = Continue, max(need, n)
+				case len(scored[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]) > 0:
+					stt = Complete
+				default:
+					stt = Answerable
+				}
+			}
+			it.Statuses[k] = stt
+			p.Counts[stt]++
+		}
+		promptLen := len(it.PromptIDs)
+		switch {
+		case fresh:
+			it.NewTokens = budget
+		case need > 0:
+			it.NewTokens, it.Continue = need, true
+			promptLen += it.Stored.NTokens
+		}
+		if it.NewTokens > 0 {
+			p.Requests++
+			if ctxLen > 0 && len(it.PromptIDs) >= ctxLen {
+				p.Overflow++
+				continue
+			}
+			p.TokensToGenerate += it.NewTokens
+			p.PromptTokens += promptLen
+		}
+	}
+	if tps, ok, err := st.Throughput(ctx, fp); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	} else if ok {
+		p.Throughput = tps
+		p.EstimatedSeconds = float64(p.TokensToGenerate) / tps
+	}
+	return p, nil
+}
+
+// Work returns the items that need model work, longest prompt first (so the
+// tail of a run is short), keeping samples that share a prefix together.
+func (p *Plan) Work() []*Item {
+	var out []*Item
+	for _, it := range p.Items {
+		if it.NewTokens > 0 {
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.Sample.ShareKey != y.Sample.ShareKey {
+			return x.Sample.ShareKey < y.Sample.ShareKey
+		}
+		return len(x.PromptIDs)+len(x.Sample.Prompt) > len(y.PromptIDs)+len(y.Sample.Prompt)
+	})
+	return out
+}

@@ -1,0 +1,423 @@
+package generate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"tally/backends"
+	"tally/scoring/stats"
+	"tally/store"
+)
+
+// Progress receives progress reports; implementations must be safe for
+// concurrent use.
+type Progress interface {
+	// Start announces the number of samples that need model work.
+	Start(samples int)
+	// Tokens reports n newly generated tokens.
+	Tokens(n int)
+	// SampleDone reports one finished sample.
+	SampleDone()
+	// Finish ends the report.
+	Finish()
+}
+
+// Options tune Execute.
+type Options struct {
+	RunID    int64
+	Progress Progress
+	// FlushEvery bounds how long a finished generation waits before it is
+	// committed (default 200ms); FlushSize bounds how many wait (default 64).
+	FlushEvery time.Duration
+	FlushSize  int
+}
+
+// Summary is what a run did, as `tally run --json` prints it.
+type Summary struct {
+	Samples              int                                      `json:"samples"`
+	GenerationsNew       int                                      `json:"generations_new"`
+	GenerationsReused    int                                      `json:"generations_reused"`
+	GenerationsContinued int                                      `json:"generations_continued"`
+	GeneratedTokens      int                                      `json:"generated_tokens"`
+	PromptTokens         int                                      `json:"prompt_tokens"`
+	Errors               int                                      `json:"errors"`
+	Seconds              float64                                  `json:"seconds"`
+	Scores               map[string]map[string]map[string]float64 `json:"scores"`
+	// GenSeconds is the time spent in model work (for throughput).
+	GenSeconds float64 `json:"-"`
+}
+
+// result is one finished request on its way to the store.
+type result struct {
+	it  *Item
+	gen store.Generation
+}
+
+// Execute does the plan's work: it scores what stored generations already
+// answer, runs the rest on the backend, and commits every finished
+// generation together with its scores as it arrives. On cancellation it
+// commits what had finished and returns the context's error.
+func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, opt Options) (Summary, error) {
+	start := time.Now()
+	if opt.FlushEvery <= 0 {
+		opt.FlushEvery = 200 * time.Millisecond
+	}
+	if opt.FlushSize <= 0 {
+		opt.FlushSize = 64
+	}
+	sum := Summary{Samples: len(p.Items)}
+
+	// 1. Score what the store already answers: no model work.
+	var scores []store.Score
+	for _, it := range p.Items {
+		if it.Stored == nil || it.NewTokens > 0 {
+			continue
+		}
+		sum.GenerationsReused++
+		for k, stt := range it.Statuses {
+			if stt == Answerable {
+				sc, err := scoreSetting(it, it.Stored, k, opt.RunID)
+				if err != nil {
+					return sum, err
+				}
+				scores = append(scores, sc...)
+			}
+		}
+	}
+	if err := st.PutScores(ctx, scores); err != nil {
+		return sum, fmt.Errorf("store scores: %w", err)
+	}
+
+	// 2. Model work, streamed into the store.
+	work := p.Work()
+	if opt.Progress != nil {
+		opt.Progress.Start(len(work))
+		defer opt.Progress.Finish()
+	}
+	genStart := time.Now()
+	results := make(chan result, 256)
+	writeErr := make(chan error, 1)
+	go func() { writeErr <- writeResults(st, results, opt) }()
+
+	reqs := make([]backends.Request, len(work))
+	states := make([]*reqState, len(work))
+	for i, it := range work {
+		r := backends.Request{Index: i, Prompt: it.Sample.Prompt, PromptIDs: it.PromptIDs, MaxTokens: it.NewTokens,
+			StopHint: sharedStops(it.Job.Settings), ShareKey: it.Sample.ShareKey}
+		s := &reqState{it: it, matcher: NewMatcher(it.Job.Settings), started: time.Now()}
+		if it.Continue {
+			r.Prefix = it.Stored.IDs
+			r.PrefixText = it.Stored.Text
+			s.text = []byte(it.Stored.Text)
+			s.ids = append([]int(nil), it.Stored.IDs...)
+			s.offsets = append([]int(nil), it.Stored.Offsets...)
+			s.matcher.Feed(it.Stored.Text)
+		}
+		reqs[i], states[i] = r, s
+	}
+	var mu sync.Mutex // guards sum counters updated from the sink
+	sink := func(ev backends.Event) bool {
+		s := states[ev.Index]
+		for j, id := range ev.IDs {
+			s.offsets = append(s.offsets, len(s.text))
+			s.ids = append(s.ids, id)
+			if j == len(ev.IDs)-1 {
+				s.text = append(s.text, ev.Text...)
+			}
+		}
+		if len(ev.IDs) == 0 && ev.Text != "" {
+			s.text = append(s.text, ev.Text...)
+			s.serverTokens++
+		}
+		if len(ev.IDs) > 0 && opt.Progress != nil {
+			opt.Progress.Tokens(len(ev.IDs))
+		}
+		done := s.matcher.Feed(ev.Text)
+		if ev.Done {
+			g := s.record(p.Fingerprint, ev, opt.RunID)
+			mu.Lock()
+			newTok := g.NTokens
+			if s.it.Continue {
+				newTok -= s.it.Stored.NTokens
+				sum.GenerationsContinued++
+			} else {
+				sum.GenerationsNew++
+			}
+			sum.GeneratedTokens += max(newTok, 0)
+			sum.PromptTokens += ev.PromptTokens
+			if g.Finish == backends.FinishError || g.Finish == backends.FinishContext {
+				sum.Errors++
+			}
+			mu.Unlock()
+			results <- result{it: s.it, gen: g}
+			if opt.Progress != nil {
+				opt.Progress.SampleDone()
+			}
+			return false
+		}
+		return !done
+	}
+	var genErr error
+	if len(reqs) > 0 {
+		genErr = be.Generate(ctx, reqs, sink)
+	}
+	close(results)
+	werr := <-writeErr
+	sum.GenSeconds = time.Since(genStart).Seconds()
+	sum.Seconds = time.Since(start).Seconds()
+	if genErr == nil {
+		genErr = ctx.Err()
+	}
+	if err := errors.Join(werr, genErr); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+type reqState struct {
+	it           *Item
+	matcher      *Matcher
+	text         []byte
+	ids          []int
+	offsets      []int
+	serverTokens int
+	started      time.Time
+}
+
+func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Generation {
+	it := s.it
+	g := store.Generation{
+		Key: it.Key, Fingerprint: fp, Task: it.Sample.Task, SampleID: it.Sample.ID,
+		PromptTokens: len(it.PromptIDs), Text: string(s.text), IDs: s.ids, Offsets: s.offsets,
+		NTokens: len(s.ids), Finish: ev.Finish, RunID: runID, GenSeconds: time.Since(s.started).Seconds(),
+	}
+	if ev.PromptTokens > 0 && g.PromptTokens == 0 {
+		g.PromptTokens = ev.PromptTokens
+	}
+	if len(s.ids) == 0 {
+		// A server backend that reports no ids: count its tokens.
+		g.IDs, g.Offsets = nil, nil
+		g.NTokens = ev.GenTokens
+		if it.Continue {
+			g.NTokens += it.Stored.NTokens
+		}
+	}
+	g.Budget = it.NewTokens
+	if it.Continue {
+		g.Budget += it.Stored.NTokens
+		g.Continued = it.Stored.Continued + 1
+	}
+	if ev.Err != nil {
+		g.Error = ev.Err.Error()
+	}
+	stops := struct {
+		Settings []StopSetting   `json:"settings"`
+		Matches  map[string]Match `json:"matches"`
+	}{it.Job.Settings, s.matcher.Matches()}
+	g.Stops, _ = json.Marshal(stops)
+	return g
+}
+
+// sharedStops returns the sequences that every setting has (the only ones a
+// backend may stop on without cutting a generation another setting needs).
+func sharedStops(settings []StopSetting) []string {
+	if len(settings) == 0 {
+		return nil
+	}
+	var out []string
+	for _, q := range settings[0].Seqs {
+		all := true
+		for _, s := range settings[1:] {
+			found := false
+			for _, x := range s.Seqs {
+				found = found || x == q
+			}
+			all = all && found
+		}
+		if all {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func writeResults(st *store.Store, results <-chan result, opt Options) error {
+	// Commits use a context of their own: on Ctrl-C the finished work is
+	// still written.
+	ctx := context.Background()
+	var gens []store.Generation
+	var scores []store.Score
+	var firstErr error
+	flush := func() {
+		if len(gens) == 0 {
+			return
+		}
+		if err := st.PutGenerations(ctx, gens, scores); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("store generations: %w", err)
+		}
+		gens, scores = gens[:0], scores[:0]
+	}
+	tick := time.NewTicker(opt.FlushEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				flush()
+				return firstErr
+			}
+			gens = append(gens, r.gen)
+			if r.gen.Finish != backends.FinishError {
+				for k := range r.it.Job.Settings {
+					sc, err := scoreSetting(r.it, &r.gen, k, opt.RunID)
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					scores = append(scores, sc...)
+				}
+			}
+			if len(gens) >= opt.FlushSize {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+// scoreSetting scores a generation under setting k of its job.
+func scoreSetting(it *Item, g *store.Generation, k int, runID int64) ([]store.Score, error) {
+	set := it.Job.Settings[k]
+	budget := it.Job.MaxTokens
+	pred, ok, _ := Truncate(g, set, budget)
+	if !ok {
+		// The generation still cannot answer (it ended early on a stop that
+		// only other settings share); leave it for a continuation.
+		return nil, nil
+	}
+	vals, err := it.Job.Score(pred, *it.Sample)
+	if err != nil {
+		return nil, fmt.Errorf("score %s/%s under %s: %w", it.Sample.Task, it.Sample.ID, set.Name, err)
+	}
+	out := make([]store.Score, 0, len(vals))
+	for m, v := range vals {
+		out = append(out, store.Score{GenKey: g.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, Setting: set.Name,
+			SettingKey: set.Key(), Budget: budget, Metric: m, Value: v, Prediction: pred, RunID: runID})
+	}
+	return out, nil
+}
+
+// Results reads the scores of the plan's items from the store: per task,
+// setting and metric, the values in sample order (NaN-free: unscored
+// samples are absent).
+type Results map[string]map[string]map[string][]SampleScore
+
+// SampleScore is one sample's value of one metric.
+type SampleScore struct {
+	SampleID   string
+	Value      float64
+	Prediction string
+}
+
+// ReadResults collects the stored scores for the plan's items.
+func ReadResults(ctx context.Context, st *store.Store, p *Plan) (Results, error) {
+	keys := make([]string, 0, len(p.Items))
+	for _, it := range p.Items {
+		keys = append(keys, it.Key)
+	}
+	all, err := st.ScoresFor(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	type idx struct {
+		key, task, sample, setKey string
+		budget                    int
+	}
+	byIdx := map[idx][]store.Score{}
+	for _, s := range all {
+		k := idx{s.GenKey, s.Task, s.SampleID, s.SettingKey, s.Budget}
+		byIdx[k] = append(byIdx[k], s)
+	}
+	out := Results{}
+	for _, it := range p.Items {
+		for _, set := range it.Job.Settings {
+			for _, s := range byIdx[idx{it.Key, it.Sample.Task, it.Sample.ID, set.Key(), it.Job.MaxTokens}] {
+				if out[s.Task] == nil {
+					out[s.Task] = map[string]map[string][]SampleScore{}
+				}
+				if out[s.Task][set.Name] == nil {
+					out[s.Task][set.Name] = map[string][]SampleScore{}
+				}
+				out[s.Task][set.Name][s.Metric] = append(out[s.Task][set.Name][s.Metric], SampleScore{s.SampleID, s.Value, s.Prediction})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Means returns the mean of every metric, per task and setting.
+func (r Results) Means() map[string]map[string]map[string]float64 {
+	out := map[string]map[string]map[string]float64{}
+	for task, bySet := range r {
+		out[task] = map[string]map[string]float64{}
+		for set, byMetric := range bySet {
+			out[task][set] = map[string]float64{}
+			for m, xs := range byMetric {
+				vals := make([]float64, len(xs))
+				for i, x := range xs {
+					vals[i] = x.Value
+				}
+				out[task][set][m] = stats.Mean(vals)
+			}
+		}
+	}
+	return out
+}
+
+// Metrics returns the sorted metric names present for a task.
+func (r Results) Metrics(task string) []string {
+	seen := map[string]bool{}
+	for _, byMetric := range r[task] {
+		for m := range byMetric {
+			seen[m] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Rescore recomputes the scores of every (sample, setting) that a stored
+// generation answers, with no model work, replacing stored scores. It
+// returns how many (sample, setting) pairs were scored.
+func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (int, error) {
+	var scores []store.Score
+	n := 0
+	for _, it := range p.Items {
+		if it.Stored == nil || it.Stored.Finish == backends.FinishError {
+			continue
+		}
+		for k := range it.Job.Settings {
+			sc, err := scoreSetting(it, it.Stored, k, runID)
+			if err != nil {
+				return n, err
+			}
+			if len(sc) > 0 {
+				n++
+			}
+			scores = append(scores, sc...)
+		}
+	}
+	if err := st.PutScores(ctx, scores); err != nil {
+		return 0, fmt.Errorf("rescore: %w", err)
+	}
+	return n, nil
+}

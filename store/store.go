@@ -1,0 +1,534 @@
+// Package store is tally's results store: samples, runs, generations and
+// scores in separate tables of one SQLite file (pure-Go driver, WAL mode,
+// versioned migrations). It is the single source of truth for what was
+// generated and scored; every write is transactional, so a process killed at
+// any instant loses at most the work that had not been committed.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// migrations are applied in order; PRAGMA user_version records how many
+// have run. Never edit a released migration: append a new one.
+var migrations = []string{
+	`CREATE TABLE runs (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		started_at TEXT NOT NULL,
+		finished_at TEXT,
+		command TEXT NOT NULL,
+		config TEXT NOT NULL,
+		version TEXT NOT NULL,
+		host TEXT NOT NULL,
+		backend TEXT NOT NULL,
+		model TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		status TEXT NOT NULL,
+		generated_tokens INTEGER NOT NULL DEFAULT 0,
+		prompt_tokens INTEGER NOT NULL DEFAULT 0,
+		gen_seconds REAL NOT NULL DEFAULT 0,
+		stats TEXT NOT NULL DEFAULT '{}'
+	);
+	CREATE TABLE samples (
+		task TEXT NOT NULL,
+		id TEXT NOT NULL,
+		prompt TEXT NOT NULL,
+		refs TEXT NOT NULL,
+		metadata TEXT NOT NULL,
+		PRIMARY KEY (task, id)
+	);
+	CREATE TABLE generations (
+		key TEXT PRIMARY KEY,
+		fingerprint TEXT NOT NULL,
+		task TEXT NOT NULL,
+		sample_id TEXT NOT NULL,
+		prompt_tokens INTEGER NOT NULL,
+		text TEXT NOT NULL,
+		ids BLOB,
+		offsets BLOB,
+		n_tokens INTEGER NOT NULL,
+		budget INTEGER NOT NULL,
+		finish TEXT NOT NULL,
+		stops TEXT NOT NULL,
+		error TEXT NOT NULL DEFAULT '',
+		continued INTEGER NOT NULL DEFAULT 0,
+		imported INTEGER NOT NULL DEFAULT 0,
+		gen_seconds REAL NOT NULL DEFAULT 0,
+		run_id INTEGER,
+		updated_at TEXT NOT NULL
+	);
+	CREATE INDEX generations_fp ON generations(fingerprint);
+	CREATE TABLE scores (
+		gen_key TEXT NOT NULL,
+		task TEXT NOT NULL,
+		sample_id TEXT NOT NULL,
+		setting TEXT NOT NULL,
+		setting_key TEXT NOT NULL,
+		budget INTEGER NOT NULL,
+		metric TEXT NOT NULL,
+		value REAL,
+		prediction TEXT NOT NULL,
+		run_id INTEGER,
+		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget, metric)
+	);`,
+}
+
+// Store is an open results store.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens (creating if needed) the SQLite store at path and applies any
+// pending migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the file the store lives in.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// Sample is a stored benchmark sample.
+type Sample struct {
+	Task     string          `json:"task"`
+	ID       string          `json:"id"`
+	Prompt   string          `json:"prompt"`
+	Refs     json.RawMessage `json:"references"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// PutSamples inserts or replaces samples in one transaction.
+func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, x := range samples {
+			if _, err := st.ExecContext(ctx, x.Task, x.ID, x.Prompt, nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+				return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Samples returns the stored samples of a task, by id.
+func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,metadata FROM samples WHERE task=?`, task)
+	if err != nil {
+		return nil, fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	defer rows.Close()
+	out := map[string]Sample{}
+	for rows.Next() {
+		x := Sample{Task: task}
+		var refs, meta string
+		if err := rows.Scan(&x.ID, &x.Prompt, &refs, &meta); err != nil {
+			return nil, err
+		}
+		x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
+		out[x.ID] = x
+	}
+	return out, rows.Err()
+}
+
+// Generation is one stored raw continuation. It is keyed by model
+// fingerprint, exact prompt and decoding parameters, never by stop settings
+// or token budget: a new setting or a longer budget finds it and extends it.
+type Generation struct {
+	Key          string
+	Fingerprint  string
+	Task         string
+	SampleID     string
+	PromptTokens int
+	// Text is the raw continuation, never truncated by a stop sequence.
+	Text string
+	// IDs are the generated token ids (empty when the backend does not
+	// report them).
+	IDs []int
+	// Offsets[i] is the byte offset in Text where token i's text starts.
+	Offsets []int
+	// NTokens is the number of generated tokens (len(IDs) when known).
+	NTokens int
+	// Budget is the token budget the generation ran under.
+	Budget int
+	// Finish is why it ended: eos, stop, length, context or error.
+	Finish string
+	// Stops records the stop settings active when it ended, and where each
+	// matched, as JSON.
+	Stops json.RawMessage
+	// Error is the failure text for Finish "error" or "context".
+	Error string
+	// Continued counts how many times it was extended from stored ids.
+	Continued int
+	// Imported marks a record made elsewhere (already truncated text).
+	Imported   bool
+	GenSeconds float64
+	RunID      int64
+}
+
+// Score is one metric value of one sample under one stop setting and budget.
+type Score struct {
+	GenKey     string
+	Task       string
+	SampleID   string
+	Setting    string // display name
+	SettingKey string // canonical sequences
+	Budget     int
+	Metric     string
+	Value      float64
+	Prediction string // the truncated text that was scored
+	RunID      int64
+}
+
+// PutGenerations writes generations (insert or replace by key) and their
+// scores in one transaction: a record and its scores land together or not
+// at all.
+func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []Score) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
+			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
+			offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
+			stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
+			gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+		if err != nil {
+			return err
+		}
+		defer gst.Close()
+		for _, g := range gens {
+			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, g.Text,
+				packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
+				g.Continued, g.Imported, g.GenSeconds, g.RunID, now); err != nil {
+				return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
+			}
+		}
+		return putScores(ctx, tx, scores)
+	})
+}
+
+// PutScores writes scores (insert or replace) in one transaction.
+func (s *Store) PutScores(ctx context.Context, scores []Score) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return putScores(ctx, tx, scores) })
+}
+
+func putScores(ctx context.Context, tx *sql.Tx, scores []Score) error {
+	if len(scores) == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id)
+		VALUES(?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
+		value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, x := range scores {
+		if _, err := st.ExecContext(ctx, x.GenKey, x.Task, x.SampleID, x.Setting, x.SettingKey, x.Budget, x.Metric,
+			x.Value, x.Prediction, x.RunID); err != nil {
+			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
+		}
+	}
+	return nil
+}
+
+// Generations returns the stored generations with the given keys, by key.
+// Keys not stored are absent from the map.
+func (s *Store) Generations(ctx context.Context, keys []string) (map[string]Generation, error) {
+	out := make(map[string]Generation, len(keys))
+	const chunk = 500
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		q := `SELECT key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,COALESCE(run_id,0)
+			FROM generations WHERE key IN (` + placeholders(len(part)) + `)`
+		rows, err := s.db.QueryContext(ctx, q, anys(part)...)
+		if err != nil {
+			return nil, fmt.Errorf("read generations: %w", err)
+		}
+		for rows.Next() {
+			var g Generation
+			var ids, offs []byte
+			var stops string
+			if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &ids, &offs,
+				&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read generations: %w", err)
+			}
+			g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
+			out[g.Key] = g
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ScoreKey identifies the scores of one sample under one setting and budget.
+type ScoreKey struct {
+	GenKey, Task, SampleID, SettingKey string
+	Budget                             int
+}
+
+// ScoredMetrics returns, for each (generation, sample, setting, budget) that
+// has scores, the set of metric names stored for it, restricted to the given
+// generation keys.
+func (s *Store) ScoredMetrics(ctx context.Context, genKeys []string) (map[ScoreKey]map[string]bool, error) {
+	out := map[ScoreKey]map[string]bool{}
+	const chunk = 500
+	for i := 0; i < len(genKeys); i += chunk {
+		part := genKeys[i:min(i+chunk, len(genKeys))]
+		rows, err := s.db.QueryContext(ctx, `SELECT gen_key,task,sample_id,setting_key,budget,metric FROM scores WHERE gen_key IN (`+placeholders(len(part))+`)`, anys(part)...)
+		if err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
+		}
+		for rows.Next() {
+			var k ScoreKey
+			var m string
+			if err := rows.Scan(&k.GenKey, &k.Task, &k.SampleID, &k.SettingKey, &k.Budget, &m); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if out[k] == nil {
+				out[k] = map[string]bool{}
+			}
+			out[k][m] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ScoresFor returns the stored scores of the given generation keys.
+func (s *Store) ScoresFor(ctx context.Context, genKeys []string) ([]Score, error) {
+	var out []Score
+	const chunk = 500
+	for i := 0; i < len(genKeys); i += chunk {
+		part := genKeys[i:min(i+chunk, len(genKeys))]
+		rows, err := s.db.QueryContext(ctx, `SELECT gen_key,task,sample_id,setting,setting_key,budget,metric,COALESCE(value,0),prediction,COALESCE(run_id,0)
+			FROM scores WHERE gen_key IN (`+placeholders(len(part))+`)`, anys(part)...)
+		if err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
+		}
+		for rows.Next() {
+			var x Score
+			if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.Setting, &x.SettingKey, &x.Budget, &x.Metric, &x.Value, &x.Prediction, &x.RunID); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Counts returns the number of rows in each table, for checks and tests.
+func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	for _, t := range []string{"runs", "samples", "generations", "scores"} {
+		var n int
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t).Scan(&n); err != nil {
+			return nil, fmt.Errorf("count %s: %w", t, err)
+		}
+		out[t] = n
+	}
+	return out, nil
+}
+
+// Run is one invocation of a command that does model work.
+type Run struct {
+	ID          int64
+	StartedAt   time.Time
+	Command     string
+	Config      json.RawMessage
+	Version     string
+	Host        string
+	Backend     string
+	Model       string
+	Fingerprint string
+	Status      string
+	// Generated and prompt tokens and the seconds spent generating, for
+	// throughput estimates.
+	GeneratedTokens, PromptTokens int
+	GenSeconds                    float64
+	Stats                         json.RawMessage
+}
+
+// StartRun records the start of a run and returns its id.
+func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
+		VALUES(?,?,?,?,?,?,?,?,'running')`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
+		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint)
+	if err != nil {
+		return 0, fmt.Errorf("record run: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// FinishRun records how a run ended and what it measured.
+func (s *Store) FinishRun(ctx context.Context, id int64, status string, genTokens, promptTokens int, genSeconds float64, stats json.RawMessage) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished_at=?, status=?, generated_tokens=?, prompt_tokens=?, gen_seconds=?, stats=? WHERE id=?`,
+		time.Now().UTC().Format(time.RFC3339Nano), status, genTokens, promptTokens, genSeconds, nullJSON(stats), id)
+	if err != nil {
+		return fmt.Errorf("finish run %d: %w", id, err)
+	}
+	return nil
+}
+
+// Throughput returns generated tokens per second measured over earlier runs
+// of a model fingerprint, and whether any were measured.
+func (s *Store) Throughput(ctx context.Context, fingerprint string) (float64, bool, error) {
+	var tok sql.NullInt64
+	var secs sql.NullFloat64
+	err := s.db.QueryRowContext(ctx, `SELECT SUM(generated_tokens), SUM(gen_seconds) FROM runs WHERE fingerprint=? AND gen_seconds > 0`, fingerprint).Scan(&tok, &secs)
+	if err != nil {
+		return 0, false, fmt.Errorf("read throughput: %w", err)
+	}
+	if !tok.Valid || !secs.Valid || secs.Float64 <= 0 {
+		return 0, false, nil
+	}
+	return float64(tok.Int64) / secs.Float64, true, nil
+}
+
+// Runs lists the recorded runs, newest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,command,config,version,host,backend,model,fingerprint,status,generated_tokens,prompt_tokens,gen_seconds,stats FROM runs ORDER BY id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var started, cfg, stats string
+		if err := rows.Scan(&r.ID, &started, &r.Command, &cfg, &r.Version, &r.Host, &r.Backend, &r.Model, &r.Fingerprint, &r.Status,
+			&r.GeneratedTokens, &r.PromptTokens, &r.GenSeconds, &stats); err != nil {
+			return nil, err
+		}
+		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
+		r.Config, r.Stats = json.RawMessage(cfg), json.RawMessage(stats)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := f(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func nullJSON(b json.RawMessage) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	return string(b)
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+func anys(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// packInts stores non-negative ints as little-endian uint32s.
+func packInts(xs []int) []byte {
+	if xs == nil {
+		return nil
+	}
+	b := make([]byte, 4*len(xs))
+	for i, x := range xs {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return b
+}
+
+func unpackInts(b []byte) []int {
+	if len(b) == 0 {
+		return nil
+	}
+	out := make([]int, len(b)/4)
+	for i := range out {
+		out[i] = int(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}

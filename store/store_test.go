@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func openTemp(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func gen(i int) Generation {
+	return Generation{
+		Key: fmt.Sprintf("k%06d", i), Fingerprint: "fp", Task: "t", SampleID: fmt.Sprint(i), PromptTokens: 10,
+		Text: "12.5\nmore", IDs: []int{1, 2, 3, 4}, Offsets: []int{0, 2, 4, 5}, NTokens: 4, Budget: 8,
+		Finish: "stop", Stops: json.RawMessage(`{"dot":{"seq":".","offset":2}}`),
+	}
+}
+
+func TestRoundTripAndReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gen(1)
+	sc := Score{GenKey: g.Key, Task: "t", SampleID: "1", Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: 1, Prediction: "12"}
+	if err := s.PutGenerations(ctx, []Generation{g}, []Score{sc}); err != nil {
+		t.Fatal(err)
+	}
+	// Replacing by key does not duplicate.
+	g.Text, g.Continued = "12.5\nmore and more", 1
+	if err := s.PutGenerations(ctx, []Generation{g}, []Score{sc}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Generations(ctx, []string{g.Key, "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d generations", len(got))
+	}
+	h := got[g.Key]
+	h.GenSeconds, h.RunID = g.GenSeconds, g.RunID
+	if !reflect.DeepEqual(h, g) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", h, g)
+	}
+	n, _ := s.Counts(ctx)
+	if n["generations"] != 1 || n["scores"] != 1 {
+		t.Errorf("counts %v", n)
+	}
+	sm, err := s.ScoredMetrics(ctx, []string{g.Key})
+	if err != nil || !sm[ScoreKey{g.Key, "t", "1", ".", 8}]["em"] {
+		t.Errorf("scored metrics %v %v", sm, err)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(ctx, path); err == nil {
+		t.Fatal("opened a store with a newer schema")
+	}
+}
+
+func TestThroughput(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	if _, ok, _ := s.Throughput(ctx, "fp"); ok {
+		t.Fatal("throughput before any run")
+	}
+	id, err := s.StartRun(ctx, Run{Command: "run", Fingerprint: "fp", Config: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, id, "done", 100, 50, 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	tps, ok, err := s.Throughput(ctx, "fp")
+	if err != nil || !ok || tps != 25 {
+		t.Fatalf("throughput %v %v %v", tps, ok, err)
+	}
+}
+
+// BenchmarkPutGenerations measures committed generation records per second
+// in batches of 256 (the scheduler's batching).
+func BenchmarkPutGenerations(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	const batch = 256
+	gens := make([]Generation, batch)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range gens {
+			gens[j] = gen(i*batch + j)
+		}
+		if err := s.PutGenerations(ctx, gens, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkReadGenerations100k measures reading 100,000 stored records by key,
+// which is what planning does.
+func BenchmarkReadGenerations100k(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	const n = 100000
+	keys := make([]string, n)
+	gens := make([]Generation, 0, 1000)
+	for i := 0; i < n; i++ {
+		keys[i] = gen(i).Key
+		gens = append(gens, gen(i))
+		if len(gens) == cap(gens) {
+			if err := s.PutGenerations(ctx, gens, nil); err != nil {
+				b.Fatal(err)
+			}
+			gens = gens[:0]
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := s.Generations(ctx, keys)
+		if err != nil || len(got) != n {
+			b.Fatal(len(got), err)
+		}
+	}
+}

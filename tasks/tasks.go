@@ -1,0 +1,385 @@
+// Package tasks reads task configurations (YAML, in the spirit of
+// lm-evaluation-harness: data file and format, prompt template, references,
+// default stop settings, token budget, metrics), loads their samples and
+// binds their metrics to the scoring packages. Built-in tasks are embedded.
+package tasks
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+
+	"gopkg.in/yaml.v3"
+
+	"tally/datasets"
+	"tally/datasets/drop"
+	"tally/datasets/jsonl"
+	"tally/generate"
+	scoredrop "tally/scoring/drop"
+)
+
+//go:embed builtin
+var builtinFS embed.FS
+
+// Config is a task configuration.
+type Config struct {
+	// Task is the task's name.
+	Task        string `yaml:"task"`
+	Description string `yaml:"description"`
+	// Loader is the data format: "jsonl" (one object per line) or "drop"
+	// (DROP's original JSON or Hugging Face rows).
+	Loader string `yaml:"loader"`
+	// Data is the data file: a path (relative to the YAML file) or
+	// "embedded:NAME" for data built into tally. --data overrides it.
+	Data string `yaml:"data"`
+	// ID, Prompt and Target are Go text/templates over a row's fields.
+	ID     string `yaml:"id"`
+	Prompt string `yaml:"prompt"`
+	Target string `yaml:"target"`
+	// ShareKey is a template grouping samples that share a prefix.
+	ShareKey string `yaml:"share_key"`
+	// References names the row field holding the reference answer(s).
+	References string `yaml:"references"`
+	// FewShot is the number of solved examples put before each prompt,
+	// drawn (seeded) from the other samples, preferring other share keys.
+	FewShot          int    `yaml:"fewshot"`
+	FewShotSeparator string `yaml:"fewshot_separator"`
+	FewShotSeed      uint64 `yaml:"fewshot_seed"`
+	// Stop is the default stop settings; CompareStop are extra settings
+	// scored beside them by default (the same generation pass serves all).
+	Stop        map[string][]string `yaml:"stop"`
+	CompareStop map[string][]string `yaml:"compare_stop"`
+	MaxTokens   int                 `yaml:"max_tokens"`
+	Metrics     []string            `yaml:"metrics"`
+
+	dir string // directory of the YAML file, for relative data paths
+}
+
+// Builtin lists the built-in task names.
+func Builtin() []string {
+	ents, _ := builtinFS.ReadDir("builtin")
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Resolve returns the configuration of a built-in task name or a YAML file.
+func Resolve(spec string) (*Config, error) {
+	var data []byte
+	var dir string
+	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
+		b, err := os.ReadFile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("read task %s: %w", spec, err)
+		}
+		data, dir = b, filepath.Dir(spec)
+	} else {
+		b, err := builtinFS.ReadFile("builtin/" + spec + ".yaml")
+		if err != nil {
+			return nil, fmt.Errorf("unknown task %q (built in: %s; or a path to a .yaml file)", spec, strings.Join(Builtin(), ", "))
+		}
+		data = b
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("read task %s: %w", spec, err)
+	}
+	c.dir = dir
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("task %s: %w", spec, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Task == "":
+		return fmt.Errorf("field task is empty")
+	case c.Loader != "jsonl" && c.Loader != "drop":
+		return fmt.Errorf("field loader: %q is not one of jsonl, drop", c.Loader)
+	case c.Prompt == "":
+		return fmt.Errorf("field prompt is empty")
+	case c.ID == "":
+		return fmt.Errorf("field id is empty")
+	case c.MaxTokens <= 0:
+		return fmt.Errorf("field max_tokens must be positive")
+	case len(c.Metrics) == 0:
+		return fmt.Errorf("field metrics is empty")
+	}
+	for _, m := range c.Metrics {
+		if _, ok := lookupMetric(m); !ok {
+			return fmt.Errorf("unknown metric %q (known: %s)", m, strings.Join(MetricNames(), ", "))
+		}
+	}
+	for _, t := range []string{c.ID, c.Prompt, c.Target, c.ShareKey} {
+		if _, err := template.New("").Option("missingkey=error").Parse(t); err != nil {
+			return fmt.Errorf("template %q: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// Settings returns the task's default stop settings followed by its compare
+// settings, sorted by name within each group.
+func (c *Config) Settings() []generate.StopSetting {
+	var out []generate.StopSetting
+	for _, m := range []map[string][]string{c.Stop, c.CompareStop} {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, generate.StopSetting{Name: n, Seqs: m[n]})
+		}
+	}
+	return out
+}
+
+// LoadOptions select and locate a task's samples.
+type LoadOptions struct {
+	// Data overrides the config's data file.
+	Data string
+	// Limit keeps the first N samples (0: all).
+	Limit int
+	// IDs keeps only these sample ids (empty: all).
+	IDs []string
+	// SkipBad skips malformed lines, counting them, instead of failing.
+	SkipBad bool
+}
+
+// Loaded is a task's samples and what loading skipped.
+type Loaded struct {
+	Samples []datasets.Sample
+	Skipped int
+}
+
+// Load reads and renders the task's samples.
+func (c *Config) Load(opt LoadOptions) (Loaded, error) {
+	path := c.Data
+	if opt.Data != "" {
+		path = opt.Data
+	}
+	if path == "" {
+		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
+	}
+	rows, refs, skipped, err := c.rows(path, opt.SkipBad)
+	if err != nil {
+		return Loaded{}, err
+	}
+	tmpl := func(name, t string) (*template.Template, error) {
+		return template.New(name).Option("missingkey=error").Parse(t)
+	}
+	idT, _ := tmpl("id", c.ID)
+	promptT, _ := tmpl("prompt", c.Prompt)
+	targetT, _ := tmpl("target", c.Target)
+	shareT, _ := tmpl("share_key", c.ShareKey)
+	render := func(t *template.Template, row map[string]any, i int) (string, error) {
+		var b strings.Builder
+		if err := t.Execute(&b, row); err != nil {
+			return "", fmt.Errorf("task %s: %s row %d: %w", c.Task, path, i+1, err)
+		}
+		return b.String(), nil
+	}
+	samples := make([]datasets.Sample, len(rows))
+	targets := make([]string, len(rows))
+	seen := map[string]int{}
+	for i, row := range rows {
+		s := datasets.Sample{Task: c.Task, References: refs[i]}
+		if s.ID, err = render(idT, row, i); err != nil {
+			return Loaded{}, err
+		}
+		if j, dup := seen[s.ID]; dup {
+			return Loaded{}, fmt.Errorf("task %s: %s rows %d and %d: duplicate id %q", c.Task, path, j+1, i+1, s.ID)
+		}
+		seen[s.ID] = i
+		if s.Prompt, err = render(promptT, row, i); err != nil {
+			return Loaded{}, err
+		}
+		if c.ShareKey != "" {
+			if s.ShareKey, err = render(shareT, row, i); err != nil {
+				return Loaded{}, err
+			}
+		}
+		if c.Target != "" {
+			if targets[i], err = render(targetT, row, i); err != nil {
+				return Loaded{}, err
+			}
+		}
+		samples[i] = s
+	}
+	if c.FewShot > 0 {
+		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
+	}
+	samples = selectSamples(samples, opt)
+	return Loaded{Samples: samples, Skipped: skipped}, nil
+}
+
+// addFewShot prefixes each prompt with n solved examples drawn with a
+// seeded generator from the other samples, preferring ones with another
+// share key (another passage), in a fixed order per sample.
+func addFewShot(samples []datasets.Sample, targets []string, n int, sep string, seed uint64) {
+	base := make([]string, len(samples))
+	for i := range samples {
+		base[i] = samples[i].Prompt
+	}
+	for i := range samples {
+		r := rand.New(rand.NewPCG(seed, uint64(i)))
+		var other, same []int
+		for j := range samples {
+			if j == i {
+				continue
+			}
+			if samples[j].ShareKey != "" && samples[j].ShareKey == samples[i].ShareKey {
+				same = append(same, j)
+			} else {
+				other = append(other, j)
+			}
+		}
+		r.Shuffle(len(other), func(a, b int) { other[a], other[b] = other[b], other[a] })
+		r.Shuffle(len(same), func(a, b int) { same[a], same[b] = same[b], same[a] })
+		pool := append(other, same...)
+		var parts []string
+		for _, j := range pool[:min(n, len(pool))] {
+			parts = append(parts, base[j]+targets[j])
+		}
+		parts = append(parts, base[i])
+		samples[i].Prompt = strings.Join(parts, sep)
+	}
+}
+
+func selectSamples(samples []datasets.Sample, opt LoadOptions) []datasets.Sample {
+	if len(opt.IDs) > 0 {
+		want := map[string]bool{}
+		for _, id := range opt.IDs {
+			want[id] = true
+		}
+		var out []datasets.Sample
+		for _, s := range samples {
+			if want[s.ID] {
+				out = append(out, s)
+			}
+		}
+		samples = out
+	}
+	if opt.Limit > 0 && len(samples) > opt.Limit {
+		samples = samples[:opt.Limit]
+	}
+	return samples
+}
+
+// rows reads the data file into template rows and JSON references.
+func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMessage, int, error) {
+	switch c.Loader {
+	case "drop":
+		qs, err := drop.Load(c.resolvePath(path))
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
+		}
+		rows := make([]map[string]any, len(qs))
+		refs := make([]json.RawMessage, len(qs))
+		for i, q := range qs {
+			answers, err := scoredrop.Answers(q.Doc())
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("task %s: %s question %s: %w", c.Task, path, q.QueryID, err)
+			}
+			target := ""
+			if len(answers) > 0 {
+				target = strings.Join(answers[0], ", ")
+			}
+			rows[i] = map[string]any{"section_id": q.SectionID, "query_id": q.QueryID, "passage": q.Passage,
+				"question": q.Question, "target": target}
+			refs[i], _ = json.Marshal(answers)
+		}
+		return rows, refs, 0, nil
+	default:
+		var res jsonl.Result
+		var err error
+		if name, ok := strings.CutPrefix(path, "embedded:"); ok {
+			b, rerr := builtinFS.ReadFile("builtin/" + name)
+			if rerr != nil {
+				return nil, nil, 0, fmt.Errorf("task %s: no embedded data %q", c.Task, name)
+			}
+			res, err = jsonl.Read(bytes.NewReader(b), path, skipBad)
+		} else {
+			res, err = jsonl.ReadFile(c.resolvePath(path), skipBad)
+		}
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
+		}
+		rows := make([]map[string]any, len(res.Rows))
+		refs := make([]json.RawMessage, len(res.Rows))
+		for i, row := range res.Rows {
+			rows[i] = row
+			if c.References == "" {
+				refs[i] = json.RawMessage("[]")
+				continue
+			}
+			v, ok := row[c.References]
+			if !ok {
+				err := fmt.Errorf("task %s: %s line %d: field %q missing", c.Task, path, res.Lines[i], c.References)
+				if !skipBad {
+					return nil, nil, 0, err
+				}
+				res.Skipped++
+				rows[i] = nil
+				continue
+			}
+			list, err := stringList(v)
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("task %s: %s line %d: field %q: %w", c.Task, path, res.Lines[i], c.References, err)
+			}
+			refs[i], _ = json.Marshal(list)
+		}
+		// Drop the rows skipped for a missing reference.
+		var keptRows []map[string]any
+		var keptRefs []json.RawMessage
+		for i := range rows {
+			if rows[i] != nil {
+				keptRows, keptRefs = append(keptRows, rows[i]), append(keptRefs, refs[i])
+			}
+		}
+		return keptRows, keptRefs, res.Skipped, nil
+	}
+}
+
+func (c *Config) resolvePath(p string) string {
+	if c.dir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}
+
+func stringList(v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("element %d is %T, want a string", i, e)
+			}
+			out[i] = s
+		}
+		return out, nil
+	case json.Number:
+		return []string{x.String()}, nil
+	}
+	return nil, fmt.Errorf("is %T, want a string or a list of strings", v)
+}
