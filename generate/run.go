@@ -216,7 +216,7 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 		g.Error = ev.Err.Error()
 	}
 	stops := struct {
-		Settings []StopSetting   `json:"settings"`
+		Settings []StopSetting    `json:"settings"`
 		Matches  map[string]Match `json:"matches"`
 	}{it.Job.Settings, s.matcher.Matches()}
 	g.Stops, _ = json.Marshal(stops)
