@@ -12,8 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/scoring"
+	"tally/scoring/countingstars"
 	"tally/scoring/drop"
+	"tally/scoring/judge"
 	"tally/scoring/rouge"
+	"tally/scoring/threec3h"
 	"tally/scoring/winrate"
 )
 
@@ -21,7 +24,8 @@ import (
 // scoring family.
 func lineMetrics() []scoring.LineMetric {
 	var out []scoring.LineMetric
-	for _, f := range []func() []scoring.LineMetric{drop.LineMetrics, rouge.LineMetrics, winrate.LineMetrics} {
+	for _, f := range []func() []scoring.LineMetric{drop.LineMetrics, rouge.LineMetrics, winrate.LineMetrics,
+		countingstars.LineMetrics, threec3h.LineMetrics, judge.LineMetrics} {
 		out = append(out, f()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -90,12 +94,18 @@ func newMetricCmd() *cobra.Command {
 				v := new(string)
 				opts[o] = v
 				cmd.Flags().StringVar(v, o, "", "option of the metrics that take it (see --list)")
-				cmd.Flags().Lookup(o).NoOptDefVal = "true"
+				if switchOptions[o] {
+					cmd.Flags().Lookup(o).NoOptDefVal = "true"
+				}
 			}
 		}
 	}
 	return cmd
 }
+
+// switchOptions are metric options that may be given without a value
+// (--jury means --jury=true).
+var switchOptions = map[string]bool{"jury": true}
 
 func contains(xs []string, s string) bool {
 	for _, x := range xs {
