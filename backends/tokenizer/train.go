@@ -1,0 +1,157 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// TrainByteLevel trains a small byte-level BPE on corpus and returns a
+// complete Qwen2-style tokenizer.json: NFC normalizer, the Qwen2 Split
+// regex followed by ByteLevel, a ByteLevel decoder, the 256 byte tokens
+// first (ids 0–255 in byte order), then one token per learned merge, and
+// the special token <|endoftext|> as the last id. vocabSize counts all of
+// them (at least 257). Training is deterministic: each step merges the most
+// frequent adjacent pair, ties broken by the smaller pair of token ids.
+// It stops early when no pair occurs at least twice.
+func TrainByteLevel(corpus string, vocabSize int) ([]byte, error) {
+	if vocabSize < 257 {
+		return nil, fmt.Errorf("train byte-level BPE: vocab size %d is below 257", vocabSize)
+	}
+	corpus = norm.NFC.String(validString(corpus))
+
+	// Pre-tokenize and count words.
+	m, _ := knownMatcher(patternQwen2)
+	counts := map[string]int{}
+	for _, r := range m.findAll(corpus, nil) {
+		counts[corpus[r[0]:r[1]]]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type word struct {
+		syms  []int
+		count int
+	}
+	words := make([]word, len(keys))
+	for i, k := range keys {
+		syms := make([]int, len(k))
+		for j := 0; j < len(k); j++ {
+			syms[j] = int(k[j])
+		}
+		words[i] = word{syms: syms, count: counts[k]}
+	}
+
+	tokens := make([]string, 256, vocabSize)
+	index := make(map[string]int, vocabSize)
+	for b := 0; b < 256; b++ {
+		tokens[b] = byteChars[b]
+		index[tokens[b]] = b
+	}
+	var merges [][2]string
+	// Pair counts and, for each pair, the words it occurs in.
+	pairCount := map[uint64]int{}
+	where := map[uint64]map[int]struct{}{}
+	addWord := func(wi int, sign int) {
+		w := words[wi]
+		for j := 0; j+1 < len(w.syms); j++ {
+			k := pairKey(w.syms[j], w.syms[j+1])
+			pairCount[k] += sign * w.count
+			if sign > 0 {
+				set := where[k]
+				if set == nil {
+					set = map[int]struct{}{}
+					where[k] = set
+				}
+				set[wi] = struct{}{}
+			}
+		}
+	}
+	for wi := range words {
+		addWord(wi, 1)
+	}
+	for len(tokens) < vocabSize-1 {
+		best, bestCount := uint64(0), 1
+		for k, c := range pairCount {
+			if c > bestCount || (c == bestCount && c > 1 && k < best) {
+				best, bestCount = k, c
+			}
+		}
+		if bestCount < 2 {
+			break
+		}
+		a, b := int(best>>32), int(uint32(best))
+		merged := tokens[a] + tokens[b]
+		id, exists := index[merged]
+		if !exists {
+			id = len(tokens)
+			tokens = append(tokens, merged)
+			index[merged] = id
+		}
+		merges = append(merges, [2]string{tokens[a], tokens[b]})
+		affected := make([]int, 0, len(where[best]))
+		for wi := range where[best] {
+			affected = append(affected, wi)
+		}
+		sort.Ints(affected)
+		for _, wi := range affected {
+			addWord(wi, -1)
+			w := &words[wi]
+			out := w.syms[:0]
+			for j := 0; j < len(w.syms); j++ {
+				if j+1 < len(w.syms) && w.syms[j] == a && w.syms[j+1] == b {
+					out = append(out, id)
+					j++
+					continue
+				}
+				out = append(out, w.syms[j])
+			}
+			w.syms = out
+			addWord(wi, 1)
+		}
+		delete(pairCount, best)
+		delete(where, best)
+		for k, c := range pairCount {
+			if c <= 0 {
+				delete(pairCount, k)
+			}
+		}
+	}
+	return writeByteLevelJSON(tokens, merges)
+}
+
+// writeByteLevelJSON renders the trained model as tokenizer.json.
+func writeByteLevelJSON(tokens []string, merges [][2]string) ([]byte, error) {
+	q := func(s string) string {
+		b, _ := json.Marshal(s)
+		return string(b)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"version":"1.0","truncation":null,"padding":null,"added_tokens":[`)
+	fmt.Fprintf(&buf, `{"id":%d,"content":"<|endoftext|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],`, len(tokens))
+	buf.WriteString(`"normalizer":{"type":"NFC"},`)
+	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, q(patternQwen2))
+	buf.WriteString(`"post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
+	buf.WriteString(`"decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
+	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,"ignore_merges":false,"vocab":{`)
+	for i, t := range tokens {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, "%s:%d", q(t), i)
+	}
+	buf.WriteString(`},"merges":[`)
+	for i, m := range merges {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, "[%s,%s]", q(m[0]), q(m[1]))
+	}
+	buf.WriteString("]}}\n")
+	return buf.Bytes(), nil
+}
