@@ -5,10 +5,13 @@
 package tasks
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,6 +24,7 @@ import (
 	"tally/datasets"
 	"tally/datasets/drop"
 	"tally/datasets/jsonl"
+	"tally/datasets/lmevallog"
 	"tally/generate"
 	scoredrop "tally/scoring/drop"
 )
@@ -207,7 +211,9 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			return Loaded{}, fmt.Errorf("task %s: %s rows %d and %d: duplicate id %q", c.Task, path, j+1, i+1, s.ID)
 		}
 		seen[s.ID] = i
-		if s.Prompt, err = render(promptT, row, i); err != nil {
+		if v, ok := row[verbatimPrompt].(string); ok {
+			s.Prompt = v
+		} else if s.Prompt, err = render(promptT, row, i); err != nil {
 			return Loaded{}, err
 		}
 		if c.ShareKey != "" {
@@ -222,7 +228,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		}
 		samples[i] = s
 	}
-	if c.FewShot > 0 {
+	if _, logged := rows[0][verbatimPrompt]; c.FewShot > 0 && !logged {
 		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
 	}
 	samples = selectSamples(samples, opt)
@@ -286,6 +292,9 @@ func selectSamples(samples []datasets.Sample, opt LoadOptions) []datasets.Sample
 func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMessage, int, error) {
 	switch c.Loader {
 	case "drop":
+		if isLog(c.resolvePath(path)) {
+			return c.logRows(c.resolvePath(path))
+		}
 		qs, err := drop.Load(c.resolvePath(path))
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
@@ -355,6 +364,60 @@ func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMe
 		}
 		return keptRows, keptRefs, res.Skipped, nil
 	}
+}
+
+// verbatimPrompt is the row key under which a prompt is taken as it is
+// (from an lm-evaluation-harness sample log), with no template or shots.
+const verbatimPrompt = "__prompt"
+
+// isLog reports whether path is an lm-evaluation-harness sample log.
+func isLog(path string) bool {
+	if !strings.HasSuffix(path, ".jsonl") && !strings.HasSuffix(path, ".jsonl.gz") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return false
+		}
+		defer gz.Close()
+		r = gz
+	}
+	line, _ := bufio.NewReaderSize(r, 1<<20).ReadBytes('\n')
+	var row map[string]any
+	return json.Unmarshal(line, &row) == nil && lmevallog.IsLog(row)
+}
+
+// logRows reads an lm-evaluation-harness DROP sample log: each doc is a
+// Hugging Face EleutherAI/drop row, and the logged prompt is kept verbatim.
+func (c *Config) logRows(path string) ([]map[string]any, []json.RawMessage, int, error) {
+	recs, err := lmevallog.ReadFile(path)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
+	}
+	rows := make([]map[string]any, len(recs))
+	refs := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		var row map[string]any
+		if err := json.Unmarshal(r.Doc, &row); err != nil {
+			return nil, nil, 0, fmt.Errorf("task %s: %s line %d: field \"doc\": %w", c.Task, path, r.Line, err)
+		}
+		answers, err := scoredrop.Answers(r.Doc)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("task %s: %s line %d: %w", c.Task, path, r.Line, err)
+		}
+		row[verbatimPrompt] = r.Prompt
+		row["target"] = ""
+		rows[i] = row
+		refs[i], _ = json.Marshal(answers)
+	}
+	return rows, refs, 0, nil
 }
 
 func (c *Config) resolvePath(p string) string {

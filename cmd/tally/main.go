@@ -42,6 +42,7 @@ func newRoot() *cobra.Command {
 		newRunCmd("demo", "Run the demo task on the embedded demo model (no GPU, server or download)"),
 		newPlanCmd(),
 		newRescoreCmd(),
+		newImportCmd(),
 		newCompareCmd(),
 		newMetricCmd(),
 		newTasksCmd(),

@@ -7,6 +7,7 @@ import (
 
 	"tally/backends"
 	"tally/backends/gomlx"
+	"tally/backends/imported"
 )
 
 // openModel opens the backend a --model value names: "demo" (the embedded
@@ -21,6 +22,8 @@ func openModel(ctx context.Context, spec, device string, concurrency int) (backe
 			return nil, fmt.Errorf("open demo model: %w", err)
 		}
 		return m, nil
+	case strings.HasPrefix(spec, imported.Prefix):
+		return imported.New(strings.TrimPrefix(spec, imported.Prefix)), nil
 	case strings.HasPrefix(spec, "ollama:"):
 		return nil, fmt.Errorf("model %q: the Ollama backend is not built yet", spec)
 	default:

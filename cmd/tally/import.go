@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tally/backends/imported"
+	"tally/datasets/lmevallog"
+	"tally/generate"
+	"tally/store"
+)
+
+func newImportCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Import an lm-evaluation-harness sample log (samples_<task>_*.jsonl) as stored generations",
+		Long: "import stores the outputs of an lm-evaluation-harness run (--log_samples, or the Open LLM Leaderboard's details in the same layout) " +
+			"as generations of the model \"imported:NAME\", marked as imported: their text is already truncated at the harness's stop sequences, " +
+			"so they can be re-scored under any metric and any stop setting that cuts inside them, but never extended. Then use " +
+			"`tally rescore` or `tally compare` with --model imported:NAME and the same --tasks and --data.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			name, ok := strings.CutPrefix(f.model, imported.Prefix)
+			if !ok || name == "" {
+				return fmt.Errorf("--model must be %sNAME, the name the imported outputs are stored under", imported.Prefix)
+			}
+			if f.data == "" || len(f.tasks) != 1 {
+				return fmt.Errorf("pass one --tasks and the log as --data")
+			}
+			ctx := cmd.Context()
+			recs, err := lmevallog.ReadFile(f.data)
+			if err != nil {
+				return err
+			}
+			jobs, _, err := f.loadJobs(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			job := jobs[0]
+			if len(job.Samples) != len(recs) {
+				return fmt.Errorf("%s: %d log lines but %d samples selected: import takes the whole log (no --limit or --samples)", f.data, len(recs), len(job.Samples))
+			}
+			st, err := store.Open(ctx, f.storePath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.PutSamples(ctx, storeSamples(job)); err != nil {
+				return err
+			}
+			fp := imported.Prefix + name
+			gens := make([]store.Generation, len(recs))
+			for i, r := range recs {
+				s := job.Samples[i]
+				if s.Prompt != r.Prompt {
+					return fmt.Errorf("%s line %d: prompt does not match sample %s", f.data, r.Line, s.ID)
+				}
+				stops, _ := json.Marshal(map[string]any{"until": r.Until})
+				gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
+					Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
+			}
+			if err := st.PutGenerations(ctx, gens, nil); err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": len(gens), "model": fp, "task": job.Task})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d generations of task %s as model %s into %s\n", len(gens), job.Task, fp, f.storePath)
+			return nil
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
+}
