@@ -50,6 +50,9 @@ type Summary struct {
 	Scores               map[string]map[string]map[string]float64 `json:"scores"`
 	// GenSeconds is the time spent in model work (for throughput).
 	GenSeconds float64 `json:"-"`
+	// Overflowed names the samples (task/id) whose prompt did not fit the
+	// model's context; they are stored with finish reason "context".
+	Overflowed []string `json:"-"`
 }
 
 // result is one finished request on its way to the store.
@@ -152,6 +155,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			sum.PromptTokens += ev.PromptTokens
 			if g.Finish == backends.FinishError || g.Finish == backends.FinishContext {
 				sum.Errors++
+			}
+			if g.Finish == backends.FinishContext {
+				sum.Overflowed = append(sum.Overflowed, s.it.Sample.Task+"/"+s.it.Sample.ID)
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}

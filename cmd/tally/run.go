@@ -207,6 +207,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if execErr != nil {
 		return execErr
 	}
+	sort.Strings(sum.Overflowed)
+	for i, id := range sum.Overflowed {
+		if i == 10 {
+			fmt.Fprintf(stderr, "tally: … and %d more prompts beyond the context\n", len(sum.Overflowed)-i)
+			break
+		}
+		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
+	}
 	res, err := generate.ReadResults(ctx, s.st, plan)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package countingstars
 import (
 	"math"
 	"sort"
+	"tally/scoring/npsum"
 )
 
 // Cell is one scored cell of the reference's data frame: a counting time
@@ -104,42 +105,11 @@ func (p Pivot) Mean() float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	return pairwiseSum(vals) / float64(n)
+	return npsum.Sum(vals) / float64(n)
 }
 
 // Round3 is numpy's round(x, 3) as .round(3) applies it: rint(x*1000)/1000
 // (half to even on the scaled double, unlike Python's round).
 func Round3(x float64) float64 {
 	return math.RoundToEven(x*1000) / 1000
-}
-
-// pairwiseSum is numpy's pairwise summation (pairwise_sum_DOUBLE).
-func pairwiseSum(a []float64) float64 {
-	n := len(a)
-	switch {
-	case n < 8:
-		res := 0.0
-		for _, x := range a {
-			res += x
-		}
-		return res
-	case n <= 128:
-		var r [8]float64
-		copy(r[:], a[:8])
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			for j := range r {
-				r[j] += a[i+j]
-			}
-		}
-		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			res += a[i]
-		}
-		return res
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"tally/scoring/npsum"
 )
 
 // Label is one rater's label for kappa: a string, a number (float64) or a
@@ -139,37 +140,5 @@ func CohenKappa(y1, y2 []Label, weights string) (float64, error) {
 			den[i*k+j] = float64(w(i, j)) * expected
 		}
 	}
-	return 1 - float64(num)/pairwiseSum(den), nil
-}
-
-// pairwiseSum is numpy's pairwise summation (pairwise_sum_DOUBLE) of a
-// contiguous array, as np.sum uses.
-func pairwiseSum(a []float64) float64 {
-	n := len(a)
-	switch {
-	case n < 8:
-		res := 0.0
-		for _, x := range a {
-			res += x
-		}
-		return res
-	case n <= 128:
-		var r [8]float64
-		copy(r[:], a[:8])
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			for j := range r {
-				r[j] += a[i+j]
-			}
-		}
-		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			res += a[i]
-		}
-		return res
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
-	}
+	return 1 - float64(num)/npsum.Sum(den), nil
 }
