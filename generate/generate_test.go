@@ -244,7 +244,7 @@ func TestFailedAndContext(t *testing.T) {
 	if sum.GenerationsNew != 2 || be.generated.Load() == before {
 		t.Errorf("rerun generated %d new, want 2", sum.GenerationsNew)
 	}
-	g, _ := st.Generations(ctx, []string{Key("fake-v1", mustEncode(job.Samples[5].Prompt), "")})
+	g, _ := st.Generations(ctx, "", []string{Key("fake-v1", mustEncode(job.Samples[5].Prompt), "")})
 	for _, x := range g {
 		if x.Finish != backends.FinishContext || x.Error == "" {
 			t.Errorf("overflow record: finish %q error %q", x.Finish, x.Error)

@@ -172,11 +172,11 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 			p.Items = append(p.Items, it)
 		}
 	}
-	stored, err := st.Generations(ctx, keys)
+	stored, err := st.Generations(ctx, fp, keys)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	scored, err := st.ScoredMetrics(ctx, keys)
+	scored, err := st.ScoredMetrics(ctx, fp, keys)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}

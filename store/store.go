@@ -289,37 +289,81 @@ func putScores(ctx context.Context, tx *sql.Tx, scores []Score) error {
 	return nil
 }
 
-// Generations returns the stored generations with the given keys, by key.
-// Keys not stored are absent from the map.
-func (s *Store) Generations(ctx context.Context, keys []string) (map[string]Generation, error) {
-	out := make(map[string]Generation, len(keys))
+// scanThreshold is the number of keys above which reads scan a model's rows
+// once instead of looking keys up in chunks.
+const scanThreshold = 2000
+
+// eachKeyed runs query for the given keys and calls row for each result:
+// by chunked IN lookups for few keys, or, for many, by one scan of the
+// model's rows (filtered by scan, whose single argument is the fingerprint)
+// keeping only the keys asked for.
+func (s *Store) eachKeyed(ctx context.Context, fingerprint string, keys []string, cols, in, scan string, row func(*sql.Rows) (string, error)) error {
+	if fingerprint != "" && len(keys) > scanThreshold {
+		want := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			want[k] = true
+		}
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" "+scan, fingerprint)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if _, err := row(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
 	const chunk = 500
 	for i := 0; i < len(keys); i += chunk {
 		part := keys[i:min(i+chunk, len(keys))]
-		q := `SELECT key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,COALESCE(run_id,0)
-			FROM generations WHERE key IN (` + placeholders(len(part)) + `)`
-		rows, err := s.db.QueryContext(ctx, q, anys(part)...)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" "+in+" IN ("+placeholders(len(part))+")", anys(part)...)
 		if err != nil {
-			return nil, fmt.Errorf("read generations: %w", err)
+			return err
 		}
 		for rows.Next() {
-			var g Generation
-			var ids, offs []byte
-			var stops string
-			if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &ids, &offs,
-				&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
+			if _, err := row(rows); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("read generations: %w", err)
+				return err
 			}
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Generations returns the stored generations with the given keys, by key.
+// Keys not stored are absent from the map. With the model's fingerprint
+// (may be empty), a large set of keys is read by one scan of its rows.
+func (s *Store) Generations(ctx context.Context, fingerprint string, keys []string) (map[string]Generation, error) {
+	out := make(map[string]Generation, len(keys))
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	cols := `key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,COALESCE(run_id,0)`
+	err := s.eachKeyed(ctx, fingerprint, keys, cols, "FROM generations WHERE key", "FROM generations WHERE fingerprint=?", func(rows *sql.Rows) (string, error) {
+		var g Generation
+		var ids, offs []byte
+		var stops string
+		if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &ids, &offs,
+			&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
+			return "", err
+		}
+		if want[g.Key] {
 			g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
 			out[g.Key] = g
 		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		return g.Key, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read generations: %w", err)
 	}
 	return out, nil
 }
@@ -332,31 +376,31 @@ type ScoreKey struct {
 
 // ScoredMetrics returns, for each (generation, sample, setting, budget) that
 // has scores, the set of metric names stored for it, restricted to the given
-// generation keys.
-func (s *Store) ScoredMetrics(ctx context.Context, genKeys []string) (map[ScoreKey]map[string]bool, error) {
+// generation keys (read by one scan of the model's rows when there are many).
+func (s *Store) ScoredMetrics(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]map[string]bool, error) {
 	out := map[ScoreKey]map[string]bool{}
-	const chunk = 500
-	for i := 0; i < len(genKeys); i += chunk {
-		part := genKeys[i:min(i+chunk, len(genKeys))]
-		rows, err := s.db.QueryContext(ctx, `SELECT gen_key,task,sample_id,setting_key,budget,metric FROM scores WHERE gen_key IN (`+placeholders(len(part))+`)`, anys(part)...)
-		if err != nil {
-			return nil, fmt.Errorf("read scores: %w", err)
-		}
-		for rows.Next() {
+	want := make(map[string]bool, len(genKeys))
+	for _, k := range genKeys {
+		want[k] = true
+	}
+	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.metric",
+		"FROM scores s WHERE s.gen_key", "FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?",
+		func(rows *sql.Rows) (string, error) {
 			var k ScoreKey
 			var m string
 			if err := rows.Scan(&k.GenKey, &k.Task, &k.SampleID, &k.SettingKey, &k.Budget, &m); err != nil {
-				rows.Close()
-				return nil, err
+				return "", err
 			}
-			if out[k] == nil {
-				out[k] = map[string]bool{}
+			if want[k.GenKey] {
+				if out[k] == nil {
+					out[k] = map[string]bool{}
+				}
+				out[k][m] = true
 			}
-			out[k][m] = true
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
+			return k.GenKey, nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read scores: %w", err)
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got, err := s.Generations(ctx, []string{g.Key, "missing"})
+	got, err := s.Generations(ctx, "", []string{g.Key, "missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if n["generations"] != 1 || n["scores"] != 1 {
 		t.Errorf("counts %v", n)
 	}
-	sm, err := s.ScoredMetrics(ctx, []string{g.Key})
+	sm, err := s.ScoredMetrics(ctx, "", []string{g.Key})
 	if err != nil || !sm[ScoreKey{g.Key, "t", "1", ".", 8}]["em"] {
 		t.Errorf("scored metrics %v %v", sm, err)
 	}
@@ -146,7 +146,7 @@ func BenchmarkReadGenerations100k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		got, err := s.Generations(ctx, keys)
+		got, err := s.Generations(ctx, "fp", keys)
 		if err != nil || len(got) != n {
 			b.Fatal(len(got), err)
 		}
