@@ -7,8 +7,11 @@ import (
 
 	"tally/datasets"
 	"tally/generate"
+	scorestars "tally/scoring/countingstars"
 	scoredrop "tally/scoring/drop"
+	scoreleval "tally/scoring/leval"
 	"tally/scoring/rouge"
+	"tally/scoring/stats"
 )
 
 // metricFunc scores one prediction of a sample; keys are score names.
@@ -16,7 +19,7 @@ type metricFunc func(pred string, s datasets.Sample) (map[string]float64, error)
 
 // MetricNames lists the metrics a task config may name.
 func MetricNames() []string {
-	return []string{"drop", "drop-fixed", "exact_match", "f1", "rouge"}
+	return []string{"counting-stars", "drop", "drop-fixed", "exact_match", "f1", "leval", "rouge"}
 }
 
 func lookupMetric(name string) (metricFunc, bool) {
@@ -35,6 +38,35 @@ func lookupMetric(name string) (metricFunc, bool) {
 			return map[string]float64{"rouge1": sc.Rouge1.FMeasure, "rouge2": sc.Rouge2.FMeasure,
 				"rougeL": sc.RougeL.FMeasure, "rougeLsum": sc.RougeLsum.FMeasure}
 		}), true
+	case "leval":
+		return func(pred string, s datasets.Sample) (map[string]float64, error) {
+			var refs []string
+			if err := json.Unmarshal(s.References, &refs); err != nil || len(refs) != 1 {
+				return nil, fmt.Errorf("references of %s: want one L-Eval reference", s.ID)
+			}
+			task, _ := s.Metadata["task"].(string)
+			item, err := scoreleval.ScoreItem(task, pred, refs[0])
+			if err != nil {
+				return nil, err
+			}
+			return map[string]float64{"leval": item.Score}, nil
+		}, true
+	case "counting-stars":
+		return func(pred string, s datasets.Sample) (map[string]float64, error) {
+			var refs []float64
+			if err := json.Unmarshal(s.References, &refs); err != nil {
+				return nil, fmt.Errorf("references of %s are not star counts: %w", s.ID, err)
+			}
+			lang, _ := s.Metadata["lang"].(string)
+			testType, _ := s.Metadata["test_type"].(string)
+			scores, err := scorestars.Score(lang, testType, len(refs), pred, refs)
+			if err != nil {
+				// The reference raises on an answer it cannot parse; as a
+				// task metric that answer scores 0 on every star.
+				return map[string]float64{"counting_stars": 0}, nil
+			}
+			return map[string]float64{"counting_stars": stats.Mean(scores)}, nil
+		}, true
 	case "drop", "drop-fixed":
 		fixed := name == "drop-fixed"
 		return func(pred string, s datasets.Sample) (map[string]float64, error) {

@@ -22,7 +22,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tally/datasets"
+	"tally/datasets/countingstars"
 	"tally/datasets/drop"
+	"tally/datasets/leval"
 	"tally/datasets/jsonl"
 	"tally/datasets/lmevallog"
 	"tally/generate"
@@ -37,8 +39,12 @@ type Config struct {
 	// Task is the task's name.
 	Task        string `yaml:"task"`
 	Description string `yaml:"description"`
-	// Loader is the data format: "jsonl" (one object per line) or "drop"
-	// (DROP's original JSON or Hugging Face rows).
+	// Loader is the data format: "jsonl" (one object per line), "drop"
+	// (DROP's original JSON, Hugging Face rows, or an lm-evaluation-harness
+	// sample log), "leval" (an L-Eval task file; prompts as L-Eval builds
+	// them) or "counting-stars" (the generator, over a context_data
+	// directory). The last two build prompts themselves: no id or prompt
+	// template.
 	Loader string `yaml:"loader"`
 	// Data is the data file: a path (relative to the YAML file) or
 	// "embedded:NAME" for data built into tally. --data overrides it.
@@ -62,6 +68,19 @@ type Config struct {
 	CompareStop map[string][]string `yaml:"compare_stop"`
 	MaxTokens   int                 `yaml:"max_tokens"`
 	Metrics     []string            `yaml:"metrics"`
+
+	// L-Eval: the prompt bound in tokens (whitespace words by default) and
+	// how a document that does not fit is cut (leval, head, tail, none).
+	MaxPromptTokens int    `yaml:"max_prompt_tokens"`
+	Truncate        string `yaml:"truncate"`
+	// Counting-Stars: language (EN, ZH), test type (Acquisition,
+	// Reasoning), number of stars and haystack lengths (empty: the
+	// original's grid).
+	Lang     string `yaml:"lang"`
+	TestType string `yaml:"test_type"`
+	Stars    int    `yaml:"stars"`
+	Lengths  []int  `yaml:"lengths"`
+	Seed     uint64 `yaml:"seed"`
 
 	dir string // directory of the YAML file, for relative data paths
 }
@@ -113,11 +132,11 @@ func (c *Config) validate() error {
 	switch {
 	case c.Task == "":
 		return fmt.Errorf("field task is empty")
-	case c.Loader != "jsonl" && c.Loader != "drop":
-		return fmt.Errorf("field loader: %q is not one of jsonl, drop", c.Loader)
-	case c.Prompt == "":
+	case c.Loader != "jsonl" && c.Loader != "drop" && !c.generates():
+		return fmt.Errorf("field loader: %q is not one of jsonl, drop, leval, counting-stars", c.Loader)
+	case c.Prompt == "" && !c.generates():
 		return fmt.Errorf("field prompt is empty")
-	case c.ID == "":
+	case c.ID == "" && !c.generates():
 		return fmt.Errorf("field id is empty")
 	case c.MaxTokens <= 0:
 		return fmt.Errorf("field max_tokens must be positive")
@@ -180,6 +199,13 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	}
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
+	}
+	if c.generates() {
+		samples, skipped, err := c.generated(c.resolvePath(path), opt.SkipBad)
+		if err != nil {
+			return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
+		}
+		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped}, nil
 	}
 	rows, refs, skipped, err := c.rows(path, opt.SkipBad)
 	if err != nil {
@@ -364,6 +390,35 @@ func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMe
 		}
 		return keptRows, keptRefs, res.Skipped, nil
 	}
+}
+
+// generates reports whether the loader builds samples itself.
+func (c *Config) generates() bool { return c.Loader == "leval" || c.Loader == "counting-stars" }
+
+// generated loads samples whose prompts the benchmark's own loader builds.
+// Every sample is put under the config's task name; the benchmark's own
+// sub-task stays in the metadata.
+func (c *Config) generated(path string, skipBad bool) ([]datasets.Sample, int, error) {
+	var samples []datasets.Sample
+	skipped := 0
+	switch c.Loader {
+	case "leval":
+		l, err := leval.Load(path, leval.Options{MaxPromptTokens: c.MaxPromptTokens, Truncate: c.Truncate, SkipBad: skipBad})
+		if err != nil {
+			return nil, 0, err
+		}
+		samples, skipped = l.Samples, l.Skipped
+	case "counting-stars":
+		var err error
+		samples, err = countingstars.Generate(countingstars.Options{Dir: path, Lang: c.Lang, TestType: c.TestType, M: c.Stars, Lengths: c.Lengths, Seed: c.Seed})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	for i := range samples {
+		samples[i].Task = c.Task
+	}
+	return samples, skipped, nil
 }
 
 // verbatimPrompt is the row key under which a prompt is taken as it is
