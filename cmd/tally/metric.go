@@ -15,6 +15,7 @@ import (
 	"tally/scoring/countingstars"
 	"tally/scoring/drop"
 	"tally/scoring/judge"
+	"tally/scoring/leval"
 	"tally/scoring/rouge"
 	"tally/scoring/threec3h"
 	"tally/scoring/winrate"
@@ -25,7 +26,7 @@ import (
 func lineMetrics() []scoring.LineMetric {
 	var out []scoring.LineMetric
 	for _, f := range []func() []scoring.LineMetric{drop.LineMetrics, rouge.LineMetrics, winrate.LineMetrics,
-		countingstars.LineMetrics, threec3h.LineMetrics, judge.LineMetrics} {
+		countingstars.LineMetrics, threec3h.LineMetrics, judge.LineMetrics, leval.LineMetrics} {
 		out = append(out, f()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
