@@ -133,12 +133,15 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				s.text = append(s.text, ev.Text...)
 			}
 		}
+		newTokens := len(ev.IDs)
 		if len(ev.IDs) == 0 && ev.Text != "" {
+			// A server backend streams text pieces without ids: count
+			// each piece as a token for progress.
 			s.text = append(s.text, ev.Text...)
-			s.serverTokens++
+			newTokens = 1
 		}
-		if len(ev.IDs) > 0 && opt.Progress != nil {
-			opt.Progress.Tokens(len(ev.IDs))
+		if newTokens > 0 && opt.Progress != nil {
+			opt.Progress.Tokens(newTokens)
 		}
 		done := s.matcher.Feed(ev.Text)
 		if ev.Done {
@@ -186,13 +189,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 }
 
 type reqState struct {
-	it           *Item
-	matcher      *Matcher
-	text         []byte
-	ids          []int
-	offsets      []int
-	serverTokens int
-	started      time.Time
+	it      *Item
+	matcher *Matcher
+	text    []byte
+	ids     []int
+	offsets []int
+	started time.Time
 }
 
 func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Generation {

@@ -66,6 +66,12 @@ func runTally(t *testing.T, bin string, args ...string) (summary, string) {
 	return s, out.String() + errb.String()
 }
 
+// runTallyErr runs tally and returns its combined output and error.
+func runTallyErr(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
 func storeCounts(t *testing.T, path string) map[string]int {
 	t.Helper()
 	st, err := store.Open(context.Background(), path)

@@ -8,6 +8,7 @@ import (
 	"tally/backends"
 	"tally/backends/gomlx"
 	"tally/backends/imported"
+	"tally/backends/ollama"
 )
 
 // openModel opens the backend a --model value names: "demo" (the embedded
@@ -25,7 +26,11 @@ func openModel(ctx context.Context, spec, device string, concurrency int) (backe
 	case strings.HasPrefix(spec, imported.Prefix):
 		return imported.New(strings.TrimPrefix(spec, imported.Prefix)), nil
 	case strings.HasPrefix(spec, "ollama:"):
-		return nil, fmt.Errorf("model %q: the Ollama backend is not built yet", spec)
+		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: concurrency})
+		if err != nil {
+			return nil, fmt.Errorf("open model %s: %w", spec, err)
+		}
+		return m, nil
 	default:
 		m, err := gomlx.Open(ctx, spec, opts)
 		if err != nil {

@@ -1,0 +1,347 @@
+package ollama
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"tally/backends"
+)
+
+// HTTPError is a non-2xx answer from the server (4xx answers are not
+// retried; 5xx and 429 are).
+type HTTPError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Message is the server's "error" field, or the body.
+	Message string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+}
+
+// statusTransport turns non-2xx answers into *HTTPError, so that the api
+// client's stream reader (which drops the status code) still lets the
+// backend tell a 404 from a 500.
+type statusTransport struct{ base http.RoundTripper }
+
+func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < http.StatusBadRequest {
+		return resp, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	msg := strings.TrimSpace(string(body))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	return nil, &HTTPError{StatusCode: resp.StatusCode, Message: msg}
+}
+
+var (
+	errSinkStop  = errors.New("sink asked to stop")
+	errStalled   = errors.New("stream stalled")
+	errNoDone    = errors.New("stream ended before the final message")
+	errPermanent = errors.New("not retryable")
+	errDiverged  = errors.New("replay diverged from the streamed text")
+)
+
+// Generate runs every request with Slots() in flight, in order, streaming
+// text as it arrives and ending each request with one Done event. The sink
+// may be called from several goroutines at once (for different requests).
+// It returns ctx's error when ctx ends first; requests cut off that way get
+// no Done event.
+func (b *Backend) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
+	numCtx := b.sizeContext(reqs)
+	work := make(chan backends.Request)
+	var wg sync.WaitGroup
+	for range min(b.opts.Parallel, max(len(reqs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				b.one(ctx, r, numCtx, sink)
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, r := range reqs {
+		select {
+		case work <- r:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("ollama: generate: %w", err)
+	}
+	return nil
+}
+
+// estimate is the conservative prompt-token estimate for r.
+func (b *Backend) estimate(r backends.Request) int {
+	return int(math.Ceil(float64(len(r.Prompt)+len(r.PrefixText))/b.opts.BytesPerToken)) + 1
+}
+
+// sizeContext returns the num_ctx for this call: the largest need among the
+// requests that fit, rounded up to a power of two (at least 2048), at most
+// the context length, and never below what earlier calls used.
+func (b *Backend) sizeContext(reqs []backends.Request) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.opts.NumCtx > 0 {
+		return b.numCtx
+	}
+	need := 0
+	for _, r := range reqs {
+		if n := b.estimate(r) + max(r.MaxTokens, 0); n <= b.ctxLen {
+			need = max(need, n)
+		}
+	}
+	n := 2048
+	for n < need {
+		n *= 2
+	}
+	b.numCtx = max(b.numCtx, min(n, b.ctxLen))
+	return b.numCtx
+}
+
+// attempt is what one streamed attempt produced.
+type attempt struct {
+	text       strings.Builder // text streamed (and sent to the sink)
+	pieces     int             // non-empty pieces streamed
+	skipLeft   string          // replayed text not yet reproduced
+	done       bool
+	doneReason string
+	metrics    api.Metrics
+}
+
+// one runs a request to its Done event (unless ctx ends).
+func (b *Backend) one(ctx context.Context, r backends.Request, numCtx int, sink backends.Sink) {
+	fail := func(finish string, err error, gen int) {
+		sink(backends.Event{Index: r.Index, Done: true, Finish: finish, Err: err, GenTokens: gen})
+	}
+	if r.MaxTokens <= 0 {
+		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength})
+		return
+	}
+	if est := b.estimate(r); est+r.MaxTokens > b.ctxLen {
+		fail(backends.FinishContext, fmt.Errorf("ollama: about %d prompt tokens + %d new > context %d: %w",
+			est, r.MaxTokens, b.ctxLen, backends.ErrContextOverflow), 0)
+		return
+	}
+	var (
+		streamed strings.Builder // text streamed so far (by every attempt)
+		gen      int             // pieces streamed so far
+		tries    int             // attempts since the last progress
+		lastErr  error
+		replay   = !b.opts.Continue // resume a broken stream by replaying it
+	)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		if tries >= b.opts.MaxTries {
+			fail(backends.FinishError, fmt.Errorf("ollama: request %d failed after %d tries: %w", r.Index, tries, lastErr), gen)
+			return
+		}
+		if tries > 0 && !b.sleep(ctx, tries) {
+			return
+		}
+		tries++
+		// A fresh request, or one resumed after a broken stream: replayed
+		// from the start with the streamed text held back, or continued
+		// after it.
+		prior, skip, budget, earlier := "", "", r.MaxTokens, 0
+		if gen > 0 {
+			if replay {
+				skip = streamed.String()
+			} else {
+				prior, budget, earlier = streamed.String(), max(r.MaxTokens-gen, 1), gen
+			}
+		}
+		a, err := b.stream(ctx, r, prior, skip, budget, numCtx, sink)
+		if a.pieces > 0 {
+			tries = 0 // progress: a fresh budget of tries for the rest
+			streamed.WriteString(a.text.String())
+			gen += a.pieces
+		}
+		switch {
+		case errors.Is(err, errSinkStop):
+			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishStop,
+				GenTokens: gen})
+			return
+		case ctx.Err() != nil:
+			return
+		case err == nil && a.done && a.skipLeft == "":
+			b.finish(r, a, earlier, numCtx, sink)
+			return
+		case err == nil && a.done:
+			err = errDiverged // the replay ended before reproducing the text
+		case err == nil:
+			err = errNoDone
+		}
+		if errors.Is(err, errDiverged) {
+			// Not reproducible (should not happen with greedy decoding):
+			// continue after the streamed text instead, at once.
+			replay = false
+			tries--
+			continue
+		}
+		lastErr = err
+		if errors.Is(err, errPermanent) {
+			fail(backends.FinishError, fmt.Errorf("ollama: request %d: %w", r.Index, err), gen)
+			return
+		}
+		if gen >= r.MaxTokens {
+			// The budget was spent before the stream broke.
+			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength, GenTokens: gen})
+			return
+		}
+	}
+}
+
+// finish sends the Done event for a completed attempt; earlier counts the
+// pieces of broken attempts before it.
+func (b *Backend) finish(r backends.Request, a *attempt, earlier, numCtx int, sink backends.Sink) {
+	ev := backends.Event{Index: r.Index, Done: true, GenTokens: earlier + a.metrics.EvalCount,
+		PromptTokens: max(a.metrics.PromptEvalCount-earlier, 0)}
+	switch {
+	case a.metrics.PromptEvalCount >= numCtx:
+		// The runner truncated the prompt to fit num_ctx.
+		ev.Finish = backends.FinishContext
+		ev.Err = fmt.Errorf("ollama: prompt of %d+ tokens truncated by the server to num_ctx %d: %w",
+			a.metrics.PromptEvalCount, numCtx, backends.ErrContextOverflow)
+	case a.doneReason == "length":
+		ev.Finish = backends.FinishLength
+	default:
+		// "stop": an EOS token or a stop sequence. Ollama v0.6.5 reports
+		// both the same way and strips the stop text, so they cannot be
+		// told apart here; both end the generation for good.
+		ev.Finish = backends.FinishEOS
+	}
+	sink(ev)
+}
+
+// sleep waits the back-off delay before retry number n (1-based).
+func (b *Backend) sleep(ctx context.Context, n int) bool {
+	d := backoff(b.opts.BaseDelay, b.opts.MaxDelay, n, rand.Float64())
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// backoff is the delay before retry n (1-based): base·2^(n-1), capped at
+// maxDelay, scaled into [½, 1] of itself by jitter (in [0, 1)).
+func backoff(base, maxDelay time.Duration, n int, jitter float64) time.Duration {
+	d := base
+	for i := 1; i < n && d < maxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, maxDelay)
+	return time.Duration(float64(d) * (0.5 + jitter/2))
+}
+
+// stream runs one attempt with budget new tokens: the request continued
+// after prior (text streamed by earlier attempts), or replayed from the
+// start with the pieces reproducing skip (already streamed) held back.
+func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip string, budget, numCtx int, sink backends.Sink) (*attempt, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(b.opts.StallTimeout, func() { cancel(errStalled) })
+	defer watchdog.Stop()
+
+	a := &attempt{skipLeft: skip}
+	opts := map[string]any{
+		"num_ctx": numCtx, "num_predict": budget, "temperature": 0, "seed": b.opts.Seed,
+	}
+	if len(r.StopHint) > 0 {
+		opts["stop"] = r.StopHint
+	}
+	var keepAlive *api.Duration
+	if b.opts.KeepAlive > 0 {
+		keepAlive = &api.Duration{Duration: b.opts.KeepAlive}
+	}
+	onPiece := func(text string, done bool, reason string, m api.Metrics) error {
+		watchdog.Reset(b.opts.StallTimeout)
+		if a.skipLeft != "" && text != "" {
+			switch {
+			case strings.HasPrefix(a.skipLeft, text):
+				a.skipLeft = a.skipLeft[len(text):]
+				text = ""
+			case strings.HasPrefix(text, a.skipLeft):
+				text = text[len(a.skipLeft):]
+				a.skipLeft = ""
+			default:
+				return errDiverged
+			}
+		}
+		if text != "" {
+			a.text.WriteString(text)
+			a.pieces++
+			if !sink(backends.Event{Index: r.Index, Text: text}) {
+				return errSinkStop
+			}
+		}
+		if done {
+			a.done, a.doneReason, a.metrics = true, reason, m
+		}
+		return nil
+	}
+	var err error
+	if b.opts.Chat {
+		msgs := []api.Message{{Role: "user", Content: r.Prompt}}
+		if after := r.PrefixText + prior; after != "" {
+			msgs = append(msgs, api.Message{Role: "assistant", Content: after})
+		}
+		err = b.client.Chat(actx, &api.ChatRequest{Model: b.model, Messages: msgs, Options: opts, KeepAlive: keepAlive},
+			func(resp api.ChatResponse) error {
+				return onPiece(resp.Message.Content, resp.Done, resp.DoneReason, resp.Metrics)
+			})
+	} else {
+		err = b.client.Generate(actx, &api.GenerateRequest{Model: b.model, Prompt: r.Prompt + r.PrefixText + prior,
+			Raw: true, Options: opts, KeepAlive: keepAlive},
+			func(resp api.GenerateResponse) error {
+				return onPiece(resp.Response, resp.Done, resp.DoneReason, resp.Metrics)
+			})
+	}
+	if err == nil || errors.Is(err, errSinkStop) {
+		return a, err
+	}
+	if cause := context.Cause(actx); errors.Is(cause, errStalled) && ctx.Err() == nil {
+		return a, fmt.Errorf("no data for %s: %w", b.opts.StallTimeout, errStalled)
+	}
+	var he *HTTPError
+	if errors.As(err, &he) && he.StatusCode >= 400 && he.StatusCode < 500 && he.StatusCode != http.StatusTooManyRequests &&
+		he.StatusCode != http.StatusRequestTimeout {
+		return a, fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	return a, err
+}
