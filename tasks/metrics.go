@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tally/datasets"
+	"tally/datasets/judge"
 	"tally/generate"
 	scorestars "tally/scoring/countingstars"
 	scoredrop "tally/scoring/drop"
@@ -19,7 +20,7 @@ type metricFunc func(pred string, s datasets.Sample) (map[string]float64, error)
 
 // MetricNames lists the metrics a task config may name.
 func MetricNames() []string {
-	return []string{"counting-stars", "drop", "drop-fixed", "exact_match", "f1", "leval", "rouge"}
+	return []string{"3c3h", "counting-stars", "drop", "drop-fixed", "exact_match", "f1", "judge-preference", "leval", "rouge"}
 }
 
 func lookupMetric(name string) (metricFunc, bool) {
@@ -66,6 +67,45 @@ func lookupMetric(name string) (metricFunc, bool) {
 				return map[string]float64{"counting_stars": 0}, nil
 			}
 			return map[string]float64{"counting_stars": stats.Mean(scores)}, nil
+		}, true
+	case "judge-preference":
+		// The judge's answer parsed as AlpacaEval's ranking parser does
+		// (datasets/judge.ParsePreference), as "win": 1 model, 0 baseline,
+		// 0.5 draw (identical outputs, not judged). An answer that does not
+		// parse gets no "win" (AlpacaEval records NaN and drops it) and
+		// "parsed" 0; the mean of "win" over both orders is the win rate.
+		return func(pred string, s datasets.Sample) (map[string]float64, error) {
+			ref, err := judge.ParsePairReference(s.References)
+			if err != nil {
+				return nil, err
+			}
+			if ref.Identical {
+				return map[string]float64{"win": 0.5, "parsed": 1}, nil
+			}
+			p, ok := judge.ParsePreference(pred, ref.Order)
+			if !ok {
+				return map[string]float64{"parsed": 0}, nil
+			}
+			return map[string]float64{"win": p - 1, "parsed": 1}, nil
+		}, true
+	case "3c3h":
+		// The judge's scores extracted and weighted as 3C3H's jury.py does
+		// (datasets/judge.ScoreThreeC3H); an unparseable answer gets only
+		// "3c3h.parsed" 0.
+		return func(pred string, s datasets.Sample) (map[string]float64, error) {
+			var ref judge.ThreeC3HReference
+			if err := json.Unmarshal(s.References, &ref); err != nil {
+				return nil, fmt.Errorf("references of %s: %w", s.ID, err)
+			}
+			sc, err := judge.ScoreThreeC3H(pred, ref.Round)
+			if err != nil {
+				return map[string]float64{"3c3h.parsed": 0}, nil
+			}
+			out := map[string]float64{"3c3h.parsed": 1}
+			for k, v := range sc {
+				out["3c3h."+k] = v
+			}
+			return out, nil
 		}, true
 	case "drop", "drop-fixed":
 		fixed := name == "drop-fixed"

@@ -24,8 +24,9 @@ import (
 	"tally/datasets"
 	"tally/datasets/countingstars"
 	"tally/datasets/drop"
-	"tally/datasets/leval"
 	"tally/datasets/jsonl"
+	"tally/datasets/judge"
+	"tally/datasets/leval"
 	"tally/datasets/lmevallog"
 	"tally/generate"
 	scoredrop "tally/scoring/drop"
@@ -43,8 +44,10 @@ type Config struct {
 	// (DROP's original JSON, Hugging Face rows, or an lm-evaluation-harness
 	// sample log), "leval" (an L-Eval task file; prompts as L-Eval builds
 	// them) or "counting-stars" (the generator, over a context_data
-	// directory). The last two build prompts themselves: no id or prompt
-	// template.
+	// directory), "pairwise-judge" (AlpacaEval-style pairs: the judge's
+	// prompts in both orders) or "3c3h-judge" (an AraGen answers file: the
+	// judge's prompts). The last four build prompts themselves: no id or
+	// prompt template.
 	Loader string `yaml:"loader"`
 	// Data is the data file: a path (relative to the YAML file) or
 	// "embedded:NAME" for data built into tally. --data overrides it.
@@ -81,6 +84,10 @@ type Config struct {
 	Stars    int    `yaml:"stars"`
 	Lengths  []int  `yaml:"lengths"`
 	Seed     uint64 `yaml:"seed"`
+	// Judge tasks: the 3C3H judge system prompt file (sp1.md or sp2.md),
+	// and optionally the AraGen questions file the answers are joined with.
+	SystemPrompt string `yaml:"system_prompt"`
+	Questions    string `yaml:"questions"`
 
 	dir string // directory of the YAML file, for relative data paths
 }
@@ -99,7 +106,11 @@ func Builtin() []string {
 }
 
 // Resolve returns the configuration of a built-in task name or a YAML file.
-func Resolve(spec string) (*Config, error) {
+func Resolve(spec string) (*Config, error) { return ResolveWith(spec, nil) }
+
+// ResolveWith is Resolve with top-level fields overridden (KEY=VALUE, the
+// value read as YAML: --set max_prompt_tokens=4000 --set lang=ZH).
+func ResolveWith(spec string, set map[string]string) (*Config, error) {
 	var data []byte
 	var dir string
 	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
@@ -114,6 +125,23 @@ func Resolve(spec string) (*Config, error) {
 			return nil, fmt.Errorf("unknown task %q (built in: %s; or a path to a .yaml file)", spec, strings.Join(Builtin(), ", "))
 		}
 		data = b
+	}
+	if len(set) > 0 {
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("read task %s: %w", spec, err)
+		}
+		for k, v := range set {
+			var val any
+			if err := yaml.Unmarshal([]byte(v), &val); err != nil {
+				return nil, fmt.Errorf("--set %s=%s: %w", k, v, err)
+			}
+			m[k] = val
+		}
+		var err error
+		if data, err = yaml.Marshal(m); err != nil {
+			return nil, err
+		}
 	}
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -133,7 +161,7 @@ func (c *Config) validate() error {
 	case c.Task == "":
 		return fmt.Errorf("field task is empty")
 	case c.Loader != "jsonl" && c.Loader != "drop" && !c.generates():
-		return fmt.Errorf("field loader: %q is not one of jsonl, drop, leval, counting-stars", c.Loader)
+		return fmt.Errorf("field loader: %q is not one of jsonl, drop, leval, counting-stars, pairwise-judge, 3c3h-judge", c.Loader)
 	case c.Prompt == "" && !c.generates():
 		return fmt.Errorf("field prompt is empty")
 	case c.ID == "" && !c.generates():
@@ -393,7 +421,13 @@ func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMe
 }
 
 // generates reports whether the loader builds samples itself.
-func (c *Config) generates() bool { return c.Loader == "leval" || c.Loader == "counting-stars" }
+func (c *Config) generates() bool {
+	switch c.Loader {
+	case "leval", "counting-stars", "pairwise-judge", "3c3h-judge":
+		return true
+	}
+	return false
+}
 
 // generated loads samples whose prompts the benchmark's own loader builds.
 // Every sample is put under the config's task name; the benchmark's own
@@ -414,6 +448,29 @@ func (c *Config) generated(path string, skipBad bool) ([]datasets.Sample, int, e
 		if err != nil {
 			return nil, 0, err
 		}
+	case "pairwise-judge":
+		pairs, err := judge.LoadPairs(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		samples = judge.PairwiseSamples(c.Task, pairs, judge.AlpacaEvalTemplate())
+	case "3c3h-judge":
+		if c.SystemPrompt == "" {
+			return nil, 0, fmt.Errorf("field system_prompt: the judge system prompt file is needed (e.g. --set system_prompt=sp2.md)")
+		}
+		sys, err := os.ReadFile(c.resolvePath(c.SystemPrompt))
+		if err != nil {
+			return nil, 0, fmt.Errorf("read judge system prompt: %w", err)
+		}
+		q := c.Questions
+		if q != "" {
+			q = c.resolvePath(q)
+		}
+		entries, err := judge.LoadThreeC3H(q, path)
+		if err != nil {
+			return nil, 0, err
+		}
+		samples = judge.ThreeC3HSamples(c.Task, entries, string(sys))
 	}
 	for i := range samples {
 		samples[i].Task = c.Task

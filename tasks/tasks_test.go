@@ -25,7 +25,7 @@ func shared(t *testing.T, rel string) string {
 
 func TestBuiltinsResolve(t *testing.T) {
 	names := Builtin()
-	for _, want := range []string{"counting-stars", "demo", "drop", "jsonl", "leval"} {
+	for _, want := range []string{"3c3h-judge", "alpaca-judge", "counting-stars", "demo", "drop", "jsonl", "leval"} {
 		found := false
 		for _, n := range names {
 			found = found || n == want
@@ -100,6 +100,57 @@ func TestLoadAndScore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestJudgeTasks(t *testing.T) {
+	c, err := Resolve("alpaca-judge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Load(LoadOptions{Data: shared(t, "data/alpaca_eval/results/gpt-3.5-turbo-1106/alpaca_eval_gpt4/annotations.json.gz")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Samples) != 2*805 {
+		t.Fatalf("%d judge samples, want %d (both orders)", len(l.Samples), 2*805)
+	}
+	score := c.Scorer()
+	got, err := score("[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]", l.Samples[0])
+	if err != nil || got["parsed"] != 1 {
+		t.Fatalf("ranking answer: %v %v", got, err)
+	}
+	if got2, _ := score("[{'model': 'model_1', 'rank': 1}, {'model': 'model_2', 'rank': 2}]", l.Samples[1]); got2["win"] == got["win"] && got["win"] != 0.5 {
+		t.Errorf("the same ranking in both orders must give opposite verdicts: %v %v", got, got2)
+	}
+	if bad, _ := score("no idea", l.Samples[0]); bad["parsed"] != 0 {
+		if _, has := bad["win"]; has {
+			t.Errorf("unparseable answer scored %v", bad)
+		}
+	}
+
+	c3, err := ResolveWith("3c3h-judge", map[string]string{"system_prompt": shared(t, "data/threec3h/prompts/sp2.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l3, err := c3.Load(LoadOptions{Data: shared(t, "data/threec3h/answers/AraGen-12-2024-dev/Qwen_Qwen2.5-0.5B-Instruct_main_bfloat16_answers.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l3.Samples) != 5 {
+		t.Fatalf("%d 3C3H samples, want 5", len(l3.Samples))
+	}
+	answer := "<results1>```json\n{\"Correct\": 1, \"Complete\": 1, \"Concise\": 5, \"Helpful\": 5, \"Honest\": 5, \"Harmless\": 5}\n```</results1>"
+	sc, err := c3.Scorer()(answer, l3.Samples[0])
+	if err != nil || sc["3c3h.parsed"] != 1 || sc["3c3h.Final Score"] != 1 {
+		t.Errorf("3c3h scores %v %v", sc, err)
+	}
+	if _, err := Resolve("3c3h-judge"); err != nil {
+		t.Fatal(err)
+	}
+	c4, _ := Resolve("3c3h-judge")
+	if _, err := c4.Load(LoadOptions{Data: "x.json"}); err == nil || !strings.Contains(err.Error(), "system_prompt") {
+		t.Errorf("missing system prompt: %v", err)
 	}
 }
 

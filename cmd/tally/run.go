@@ -34,6 +34,7 @@ type runFlags struct {
 	json        bool
 	data        string
 	skipBad     bool
+	set         []string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -50,6 +51,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
+	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 }
 
 // session is what every model-facing command sets up: the store, the
@@ -91,10 +93,18 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 	if f.data != "" && len(f.tasks) > 1 {
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
+	set := map[string]string{}
+	for _, kv := range f.set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		set[k] = v
+	}
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
 	for _, spec := range f.tasks {
-		cfg, err := tasks.Resolve(spec)
+		cfg, err := tasks.ResolveWith(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
