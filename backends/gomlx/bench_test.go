@@ -1,0 +1,108 @@
+//go:build unix
+
+package gomlx
+
+import (
+	"context"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/backends"
+)
+
+// reportRSS reports the process's peak resident set size in MiB.
+func reportRSS(b *testing.B) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peakRSS_MiB")
+	}
+}
+
+// benchDecode generates newTokens tokens for batch requests of promptLen
+// random ids per iteration and reports decode tokens/s (prefill excluded),
+// prefill tokens/s and compilations.
+func benchDecode(b *testing.B, m *Model, batch, promptLen, newTokens int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var reqs []backends.Request
+	for i := range batch {
+		ids := make([]int, promptLen)
+		for j := range ids {
+			ids[j] = rng.IntN(m.Config().VocabSize)
+		}
+		reqs = append(reqs, backends.Request{Index: i, PromptIDs: ids, MaxTokens: newTokens})
+	}
+	ctx := context.Background()
+	// Warm up: compile every graph outside the timed loop.
+	if err := m.Generate(ctx, reqs, func(backends.Event) bool { return true }); err != nil {
+		b.Fatal(err)
+	}
+	m.cfg.EOSTokenIDs = nil // random models must run the full budget
+	var decodeTime, prefillTime time.Duration
+	decodeTokens, prefillTokens := 0, 0
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		var firstAt time.Time
+		seen := 0
+		err := m.Generate(ctx, reqs, func(ev backends.Event) bool {
+			if len(ev.IDs) > 0 {
+				seen++
+				if seen == batch {
+					firstAt = time.Now() // every row has its first token: prefill done
+				}
+			}
+			return true
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		end := time.Now()
+		prefillTime += firstAt.Sub(start)
+		decodeTime += end.Sub(firstAt)
+		prefillTokens += batch * promptLen
+		decodeTokens += seen - batch
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(decodeTokens)/decodeTime.Seconds(), "decode_tok/s")
+	b.ReportMetric(float64(prefillTokens)/prefillTime.Seconds(), "prefill_tok/s")
+	b.ReportMetric(float64(m.Compilations()), "compilations")
+	reportRSS(b)
+}
+
+func BenchmarkDemoDecode(b *testing.B) {
+	for _, batch := range []int{1, 8} {
+		b.Run(map[int]string{1: "batch1", 8: "batch8"}[batch], func(b *testing.B) {
+			m, err := Demo(context.Background(), Options{MaxBatch: batch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			benchDecode(b, m, batch, 64, 64)
+		})
+	}
+}
+
+// BenchmarkLlama100M decodes with a random Llama-shaped model of about 100M
+// parameters (hidden 768, 12 layers, 12/4 heads, MLP 2048, vocab 16000):
+// prompt 512, 128 new tokens. It is slow on the pure-Go backend.
+func BenchmarkLlama100M(b *testing.B) {
+	cfg := Config{
+		ModelType: "llama", VocabSize: 16000, HiddenSize: 768, IntermediateSize: 2048,
+		NumLayers: 12, NumHeads: 12, NumKVHeads: 4, HeadDim: 64, MaxPositionEmbeddings: 2048,
+		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 12),
+		HiddenAct: "silu", BOSTokenID: -1,
+	}
+	b.Logf("parameters: %.1fM", float64(cfg.Params())/1e6)
+	for _, batch := range []int{1, 8} {
+		b.Run(map[int]string{1: "batch1", 8: "batch8"}[batch], func(b *testing.B) {
+			m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			benchDecode(b, m, batch, 512, 128)
+		})
+	}
+}

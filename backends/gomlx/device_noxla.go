@@ -1,0 +1,16 @@
+//go:build noxla || !cgo
+
+package gomlx
+
+import (
+	"fmt"
+
+	mlbackends "github.com/gomlx/gomlx/backends"
+)
+
+// xlaAvailable reports whether this binary was built with the XLA backend.
+const xlaAvailable = false
+
+func newXLA(device, _ string) (mlbackends.Backend, error) {
+	return nil, fmt.Errorf("device %s: this binary was built without XLA (noxla tag or CGO_ENABLED=0); rebuild with CGO on and without -tags noxla", device)
+}

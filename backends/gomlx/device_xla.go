@@ -1,0 +1,28 @@
+//go:build !noxla && cgo
+
+package gomlx
+
+import (
+	"fmt"
+
+	mlbackends "github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/backends/xla"
+)
+
+// xlaAvailable reports whether this binary was built with the XLA backend.
+const xlaAvailable = true
+
+func newXLA(device, env string) (b mlbackends.Backend, err error) {
+	xla.EnableAutoInstall(false)
+	cfg := xlaPluginConfig(device, env)
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("device %s: XLA backend failed: %v", device, r)
+		}
+	}()
+	b, err = xla.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: no usable PJRT plugin %q (set GOMLX_BACKEND=xla:/abs/path/to/xla_cuda_plugin.so or PJRT_PLUGIN_LIBRARY_PATH; auto-install is off): %w", device, cfg, err)
+	}
+	return b, nil
+}

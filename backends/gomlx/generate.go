@@ -1,0 +1,503 @@
+package gomlx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"tally/backends"
+)
+
+// minCache is the smallest cache-length bucket; minChunk the smallest
+// prefill chunk.
+const (
+	minCache = 64
+	minChunk = 16
+)
+
+// pow2AtLeast is the smallest power of two ≥ n (and ≥ 1).
+func pow2AtLeast(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// batchBucket rounds a row count up to a power of two, capped at max.
+func batchBucket(n, max int) int {
+	return min(pow2AtLeast(n), max)
+}
+
+// cacheBucket rounds a cache length up to a power of two ≥ minCache.
+func cacheBucket(n int) int {
+	return pow2AtLeast(max(n, minCache))
+}
+
+// newCache allocates zeroed K/V caches [batch, length, kvHeads, headDim].
+func (m *Model) newCache(batch, length int) []*tensors.Tensor {
+	c := m.cfg
+	out := make([]*tensors.Tensor, 2*c.NumLayers)
+	for i := range out {
+		out[i] = tensors.FromShape(shapesF32(batch, length, c.NumKVHeads, c.HeadDim))
+	}
+	return out
+}
+
+func freeCache(cache []*tensors.Tensor) {
+	for _, t := range cache {
+		if t != nil {
+			_ = t.FinalizeAll()
+		}
+	}
+}
+
+// prefillRow is one sequence being prefilled into a cache slot.
+type prefillRow struct {
+	slot   int
+	ids    []int
+	done   int
+	logits []float32   // last-position logits, when finished
+	all    [][]float32 // every position's logits (fullLogits only)
+}
+
+// prefill runs rows (each in its own slot) through the model in chunks,
+// writing their keys and values into cache and recording each row's last
+// logits. all asks for every position's logits (one chunk, one row).
+func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool) error {
+	H := m.cfg.NumHeads
+	V := m.cfg.VocabSize
+	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		var active []*prefillRow
+		for _, r := range rows {
+			if remaining(r) > 0 {
+				active = append(active, r)
+			}
+		}
+		if len(active) == 0 {
+			return nil
+		}
+		sort.SliceStable(active, func(i, j int) bool { return remaining(active[i]) > remaining(active[j]) })
+		R := batchBucket(len(active), batch)
+		C := max(pow2AtLeast(remaining(active[0])), minChunk)
+		keys := func() int {
+			d := 0
+			for _, r := range active[:min(R, len(active))] {
+				d = max(d, r.done)
+			}
+			return min(cacheBucket(d+C), length)
+		}
+		if !all {
+			for C > 256 && R*H*C*keys() > m.budget {
+				C /= 2
+			}
+			for R > 1 && R*H*C*keys() > m.budget {
+				R /= 2
+			}
+			for C > minChunk && R*H*C*keys() > m.budget {
+				C /= 2
+			}
+		}
+		TK := keys()
+		group := active[:min(R, len(active))]
+		{
+			tokens := make([]int32, R*C)
+			positions := make([]int32, R*C)
+			valid := make([]bool, R*C)
+			slots := make([]int32, R)
+			clear := make([]bool, batch)
+			last := make([]int32, R)
+			ns := make([]int, R)
+			for i, r := range group {
+				n := min(C, len(r.ids)-r.done)
+				ns[i] = n
+				slots[i] = int32(r.slot)
+				if n <= 0 {
+					continue
+				}
+				if r.done == 0 {
+					clear[r.slot] = true
+				}
+				for j := range C {
+					positions[i*C+j] = int32(r.done + j)
+					if j < n {
+						tokens[i*C+j] = int32(r.ids[r.done+j])
+						valid[i*C+j] = true
+					}
+				}
+				last[i] = int32(n - 1)
+				m.stats.PrefillTokens += n
+			}
+			key := graphKey{Rows: R, Chunk: C, Batch: batch, Cache: length, Keys: TK, All: all}
+			g, err := m.graphFor(key)
+			if err != nil {
+				return err
+			}
+			out, err := m.run(g, []*tensors.Tensor{
+				tensors.FromFlatDataAndDimensions(tokens, R, C),
+				tensors.FromFlatDataAndDimensions(positions, R, C),
+				tensors.FromFlatDataAndDimensions(valid, R, C),
+				tensors.FromFlatDataAndDimensions(slots, R),
+				tensors.FromFlatDataAndDimensions(clear, batch),
+				tensors.FromFlatDataAndDimensions(last, R),
+			}, cache)
+			if err != nil {
+				return err
+			}
+			m.stats.PrefillCalls++
+			logits, err := tensors.CopyFlatData[float32](out)
+			_ = out.FinalizeAll()
+			if err != nil {
+				return fmt.Errorf("read logits: %w", err)
+			}
+			for i, r := range group {
+				if ns[i] <= 0 {
+					continue
+				}
+				r.done += ns[i]
+				if r.done == len(r.ids) {
+					if all {
+						r.all = make([][]float32, ns[i])
+						for j := range ns[i] {
+							r.all[j] = logits[(i*C+j)*V : (i*C+j+1)*V]
+						}
+						r.logits = r.all[ns[i]-1]
+					} else {
+						r.logits = logits[i*V : (i+1)*V]
+					}
+				}
+			}
+		}
+	}
+}
+
+// decodeStep feeds one token per cache row at the given positions
+// (valid false rows write nothing) and returns each row's argmax.
+func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, positions []int32, valid []bool) ([]int32, error) {
+	maxPos := 0
+	for i, p := range positions {
+		if valid[i] {
+			maxPos = max(maxPos, int(p))
+		}
+	}
+	keys := min(cacheBucket(maxPos+1), length)
+	g, err := m.graphFor(graphKey{Decode: true, Rows: batch, Chunk: 1, Batch: batch, Cache: length, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.run(g, []*tensors.Tensor{
+		tensors.FromFlatDataAndDimensions(tokens, batch, 1),
+		tensors.FromFlatDataAndDimensions(positions, batch, 1),
+		tensors.FromFlatDataAndDimensions(valid, batch, 1),
+	}, cache)
+	if err != nil {
+		return nil, err
+	}
+	m.stats.DecodeSteps++
+	ids, err := tensors.CopyFlatData[int32](out)
+	_ = out.FinalizeAll()
+	if err != nil {
+		return nil, fmt.Errorf("read ids: %w", err)
+	}
+	return ids, nil
+}
+
+// argmax returns the first index of the largest value.
+func argmax(xs []float32) int {
+	best := 0
+	for i, x := range xs {
+		if x > xs[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// checkIDs validates token ids against the vocabulary.
+func (m *Model) checkIDs(ids []int) error {
+	for _, id := range ids {
+		if id < 0 || id >= m.cfg.VocabSize {
+			return fmt.Errorf("token id %d outside the vocabulary [0,%d)", id, m.cfg.VocabSize)
+		}
+	}
+	return nil
+}
+
+// Logits returns the logits at the last position of ids.
+func (m *Model) Logits(ctx context.Context, ids []int) ([]float32, error) {
+	rows, err := m.forward(ctx, ids, false)
+	if err != nil {
+		return nil, err
+	}
+	return rows[len(rows)-1], nil
+}
+
+// forward runs one sequence; all returns every position's logits.
+func (m *Model) forward(ctx context.Context, ids []int, all bool) ([][]float32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(ids) == 0 {
+		return nil, errors.New("logits: empty input")
+	}
+	if len(ids) > m.ctxLen {
+		return nil, fmt.Errorf("logits: %w: %d tokens, context %d", backends.ErrContextOverflow, len(ids), m.ctxLen)
+	}
+	if err := m.checkIDs(ids); err != nil {
+		return nil, fmt.Errorf("logits: %w", err)
+	}
+	length := cacheBucket(len(ids))
+	cache := m.newCache(1, length)
+	defer freeCache(cache)
+	row := &prefillRow{slot: 0, ids: ids}
+	if err := m.prefill(ctx, cache, 1, length, []*prefillRow{row}, all); err != nil {
+		return nil, err
+	}
+	if all {
+		return row.all, nil
+	}
+	return [][]float32{row.logits}, nil
+}
+
+// job is a request accepted for running.
+type job struct {
+	req    Request
+	seq    []int // prompt + prefix
+	budget int   // new tokens allowed
+}
+
+// Request aliases backends.Request for brevity inside the package.
+type Request = backends.Request
+
+// slotState is a cache row in use.
+type slotState struct {
+	job    *job
+	stream TextStream
+	next   int // token to feed next
+	pos    int // tokens in the cache
+	gen    int // new tokens produced
+	text   strings.Builder
+}
+
+// Generate implements backends.Backend: greedy decoding of every request,
+// batched over at most Slots() cache rows with continuous refilling (a
+// finished row's slot is prefilled with the next waiting request). Each new
+// token is one event (Text from the incremental decoder, IDs the token). An
+// EOS id ends the row with Finish "eos" and is not reported as a token; the
+// budget gives "length"; the sink returning false, or a StopHint appearing
+// in the text, gives "stop". PromptTokens is len(PromptIDs) and GenTokens
+// the tokens reported in this call (Prefix excluded).
+func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var jobs []*job
+	for _, r := range reqs {
+		j, ev := m.admit(r)
+		if ev != nil {
+			sink(*ev)
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	batch := batchBucket(len(jobs), m.maxBatch)
+	need := 0
+	for _, j := range jobs {
+		need = max(need, len(j.seq)+j.budget)
+	}
+	length := cacheBucket(need)
+	cache := m.newCache(batch, length)
+	defer func() { freeCache(cache) }()
+
+	slots := make([]*slotState, batch)
+	pending := jobs
+	finish := func(i int, reason string, err error) {
+		s := slots[i]
+		sink(backends.Event{Index: s.job.req.Index, Text: s.stream.Flush(), Done: true, Finish: reason,
+			PromptTokens: len(s.job.req.PromptIDs), GenTokens: s.gen, Err: err})
+		slots[i] = nil
+	}
+	failAll := func(err error) {
+		for i := range slots {
+			if slots[i] != nil {
+				finish(i, backends.FinishError, err)
+			}
+		}
+		for _, j := range pending {
+			sink(backends.Event{Index: j.req.Index, Done: true, Finish: backends.FinishError,
+				PromptTokens: len(j.req.PromptIDs), Err: err})
+		}
+		pending = nil
+	}
+	// accept takes a generated id for slot i; it reports whether the slot goes on.
+	accept := func(i, id int) bool {
+		s := slots[i]
+		if slices.Contains(m.cfg.EOSTokenIDs, id) {
+			finish(i, backends.FinishEOS, nil)
+			return false
+		}
+		s.gen++
+		m.stats.DecodeTokens++
+		piece := s.stream.Next(id)
+		if !sink(backends.Event{Index: s.job.req.Index, Text: piece, IDs: []int{id}}) {
+			finish(i, backends.FinishStop, nil)
+			return false
+		}
+		if stopHit(&s.text, piece, s.job.req.StopHint) {
+			finish(i, backends.FinishStop, nil)
+			return false
+		}
+		if s.gen >= s.job.budget {
+			finish(i, backends.FinishLength, nil)
+			return false
+		}
+		s.next = id
+		return true
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("generate: %w", err)
+		}
+		// Refill free slots with waiting requests, prefilling them together.
+		var rows []*prefillRow
+		for i := range slots {
+			if slots[i] == nil && len(pending) > 0 {
+				j := pending[0]
+				pending = pending[1:]
+				slots[i] = &slotState{job: j, stream: m.newStream(j.req.Prefix)}
+				rows = append(rows, &prefillRow{slot: i, ids: j.seq})
+			}
+		}
+		if len(rows) > 0 {
+			if err := m.prefill(ctx, cache, batch, length, rows, false); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("generate: %w", ctx.Err())
+				}
+				failAll(err)
+				return nil
+			}
+			for _, r := range rows {
+				slots[r.slot].pos = len(r.ids)
+				if m.prefillHook != nil {
+					m.prefillHook(slots[r.slot].job.req.Index, r.logits)
+				}
+				accept(r.slot, argmax(r.logits))
+			}
+			continue // slots may have finished at once: refill again
+		}
+		anyActive := false
+		for _, s := range slots {
+			anyActive = anyActive || s != nil
+		}
+		if !anyActive {
+			return nil
+		}
+		tokens := make([]int32, batch)
+		positions := make([]int32, batch)
+		valid := make([]bool, batch)
+		for i, s := range slots {
+			if s != nil {
+				tokens[i], positions[i], valid[i] = int32(s.next), int32(s.pos), true
+			}
+		}
+		ids, err := m.decodeStep(cache, batch, length, tokens, positions, valid)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("generate: %w", ctx.Err())
+			}
+			failAll(err)
+			return nil
+		}
+		for i, s := range slots {
+			if s != nil {
+				s.pos++
+				accept(i, int(ids[i]))
+			}
+		}
+	}
+}
+
+// admit validates a request, returning a job or the final event to send.
+func (m *Model) admit(r backends.Request) (*job, *backends.Event) {
+	fail := func(reason string, err error) (*job, *backends.Event) {
+		return nil, &backends.Event{Index: r.Index, Done: true, Finish: reason, PromptTokens: len(r.PromptIDs), Err: err}
+	}
+	ids := r.PromptIDs
+	prefix := r.Prefix
+	if len(ids) == 0 && r.Prompt != "" && m.tok != nil {
+		enc, err := m.tok.Encode(r.Prompt, true)
+		if err != nil {
+			return fail(backends.FinishError, fmt.Errorf("encode prompt: %w", err))
+		}
+		ids = enc
+		r.PromptIDs = enc
+		if len(prefix) == 0 && r.PrefixText != "" {
+			if prefix, err = m.tok.Encode(r.PrefixText, false); err != nil {
+				return fail(backends.FinishError, fmt.Errorf("encode prefix: %w", err))
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return fail(backends.FinishError, errors.New("empty prompt (no PromptIDs, and no tokenizer for Prompt)"))
+	}
+	seq := make([]int, 0, len(ids)+len(prefix))
+	seq = append(append(seq, ids...), prefix...)
+	if err := m.checkIDs(seq); err != nil {
+		return fail(backends.FinishError, err)
+	}
+	if len(seq) >= m.ctxLen {
+		return fail(backends.FinishContext, fmt.Errorf("%w: %d prompt tokens, context %d", backends.ErrContextOverflow, len(seq), m.ctxLen))
+	}
+	if r.MaxTokens <= 0 {
+		return fail(backends.FinishLength, nil)
+	}
+	return &job{req: r, seq: seq, budget: min(r.MaxTokens, m.ctxLen-len(seq))}, nil
+}
+
+// newStream starts a text decoder primed with prefix (whose text was
+// already reported by an earlier run).
+func (m *Model) newStream(prefix []int) TextStream {
+	if m.tok == nil {
+		return idStream{}
+	}
+	s := m.tok.NewStream(true)
+	for _, id := range prefix {
+		s.Next(id)
+	}
+	return s
+}
+
+// stopHit appends piece to the generated text and reports whether any stop
+// hint now occurs in it.
+func stopHit(text *strings.Builder, piece string, hints []string) bool {
+	if len(hints) == 0 {
+		return false
+	}
+	before := text.Len()
+	text.WriteString(piece)
+	s := text.String()
+	for _, h := range hints {
+		if h == "" {
+			continue
+		}
+		from := max(0, before-len(h)+1)
+		if strings.Contains(s[from:], h) {
+			return true
+		}
+	}
+	return false
+}
+
+func shapesF32(dims ...int) shapes.Shape { return shapes.Make(dtypes.Float32, dims...) }

@@ -1,0 +1,175 @@
+package gomlx
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"slices"
+	"testing"
+
+	"tally/backends"
+)
+
+// collect runs Generate and gathers each request's ids and final event.
+func collect(t testing.TB, m *Model, reqs []backends.Request, stopAfter map[int]int) (map[int][]int, map[int]backends.Event) {
+	t.Helper()
+	ids := map[int][]int{}
+	final := map[int]backends.Event{}
+	err := m.Generate(context.Background(), reqs, func(ev backends.Event) bool {
+		if _, done := final[ev.Index]; done {
+			t.Errorf("request %d: event after Done", ev.Index)
+		}
+		if ev.Done {
+			final[ev.Index] = ev
+			return true
+		}
+		ids[ev.Index] = append(ids[ev.Index], ev.IDs...)
+		if n, ok := stopAfter[ev.Index]; ok && len(ids[ev.Index]) >= n {
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	for _, r := range reqs {
+		if _, ok := final[r.Index]; !ok {
+			t.Errorf("request %d: no Done event", r.Index)
+		}
+	}
+	return ids, final
+}
+
+func TestParityFullLogits(t *testing.T) {
+	for _, name := range fixtureModels {
+		t.Run(name, func(t *testing.T) {
+			e := loadExpected(t, name)
+			m := openFixture(t, name, Options{})
+			rows, err := m.forward(context.Background(), e.Prompts[e.FullIndex], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != len(e.FullLogits) {
+				t.Fatalf("got %d rows, want %d", len(rows), len(e.FullLogits))
+			}
+			var got []float32
+			var want []float64
+			for i := range rows {
+				got = append(got, rows[i]...)
+				want = append(want, e.FullLogits[i]...)
+			}
+			if r := maxRelErr(got, want); r >= 1e-4 {
+				t.Errorf("full logits rel err %.3g", r)
+			}
+		})
+	}
+}
+
+// TestRefill runs more requests than slots, so finished slots are refilled.
+func TestRefill(t *testing.T) {
+	e := loadExpected(t, "llama-tiny")
+	m := openFixture(t, "llama-tiny", Options{MaxBatch: 2})
+	var reqs []backends.Request
+	budgets := []int{64, 5, 64, 20, 64, 1}
+	for i := range 6 {
+		reqs = append(reqs, backends.Request{Index: 10 + i, PromptIDs: e.Prompts[i], MaxTokens: budgets[i]})
+	}
+	ids, final := collect(t, m, reqs, nil)
+	for i := range 6 {
+		want := e.GreedyUnbatched[i][:budgets[i]]
+		if !slices.Equal(ids[10+i], want) {
+			t.Errorf("request %d: got %v, want %v", i, ids[10+i], want)
+		}
+		if final[10+i].Finish != backends.FinishLength {
+			t.Errorf("request %d: finish %q", i, final[10+i].Finish)
+		}
+	}
+	st := m.Stats()
+	// One decode graph per (batch, cache length, attended-prefix bucket):
+	// the prefix buckets are powers of two from 64 to the cache length.
+	shapes := map[[2]int]bool{}
+	decodeGraphs := 0
+	for k := range m.graphs {
+		if k.Decode {
+			decodeGraphs++
+			shapes[[2]int{k.Batch, k.Cache}] = true
+		}
+	}
+	if len(shapes) != 1 {
+		t.Errorf("decode graphs for %d (batch, cache) shapes, want 1", len(shapes))
+	}
+	for k := range shapes {
+		if maxBuckets := bits.Len(uint(k[1] / minCache)); decodeGraphs > maxBuckets {
+			t.Errorf("%d decode graphs, want at most %d", decodeGraphs, maxBuckets)
+		}
+	}
+	if st.Compilations > 12 {
+		t.Errorf("%d compilations for one Generate call", st.Compilations)
+	}
+	// A second identical call compiles nothing new.
+	collect(t, m, reqs, nil)
+	if m.Stats().Compilations != st.Compilations {
+		t.Errorf("second call compiled %d more graphs", m.Stats().Compilations-st.Compilations)
+	}
+	t.Logf("stats %+v", st)
+}
+
+func TestGenerateEvents(t *testing.T) {
+	e := loadExpected(t, "llama-tiny")
+	m := openFixture(t, "llama-tiny", Options{MaxBatch: 4, MaxContext: 1024})
+	greedy := e.GreedyUnbatched
+	// Row 0 stops via the sink after 3 tokens; row 1 hits an EOS id (the
+	// 5th greedy token of prompt 1); row 2 continues from a prefix; row 3
+	// overflows the context; row 4 has no budget; row 5 has a bad id.
+	m.cfg.EOSTokenIDs = []int{greedy[1][4]}
+	if slices.Contains(greedy[1][:4], greedy[1][4]) || slices.Contains(greedy[2][:30], greedy[1][4]) || slices.Contains(greedy[0][:3], greedy[1][4]) {
+		t.Skip("chosen EOS id occurs earlier; fixture changed")
+	}
+	reqs := []backends.Request{
+		{Index: 0, PromptIDs: e.Prompts[0], MaxTokens: 64},
+		{Index: 1, PromptIDs: e.Prompts[1], MaxTokens: 64},
+		{Index: 2, PromptIDs: e.Prompts[2], Prefix: greedy[2][:10], MaxTokens: 20},
+		{Index: 3, PromptIDs: e.Prompts[6][:1000], Prefix: make([]int, 30), MaxTokens: 5},
+		{Index: 4, PromptIDs: e.Prompts[3], MaxTokens: 0},
+		{Index: 5, PromptIDs: []int{1, 2, 100000}, MaxTokens: 3},
+	}
+	ids, final := collect(t, m, reqs, map[int]int{0: 3})
+	check := func(i int, finish string, want []int) {
+		t.Helper()
+		if final[i].Finish != finish {
+			t.Errorf("request %d: finish %q, want %q (err %v)", i, final[i].Finish, finish, final[i].Err)
+		}
+		if !slices.Equal(ids[i], want) {
+			t.Errorf("request %d: ids %v, want %v", i, ids[i], want)
+		}
+	}
+	check(0, backends.FinishStop, greedy[0][:3])
+	check(1, backends.FinishEOS, greedy[1][:4])
+	check(2, backends.FinishLength, greedy[2][10:30])
+	check(3, backends.FinishContext, nil)
+	if !errors.Is(final[3].Err, backends.ErrContextOverflow) {
+		t.Errorf("request 3: err %v, want ErrContextOverflow", final[3].Err)
+	}
+	check(4, backends.FinishLength, nil)
+	check(5, backends.FinishError, nil)
+	if final[1].GenTokens != 4 {
+		t.Errorf("request 1: GenTokens %d", final[1].GenTokens)
+	}
+}
+
+func TestGenerateCancel(t *testing.T) {
+	e := loadExpected(t, "llama-tiny")
+	m := openFixture(t, "llama-tiny", Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	err := m.Generate(ctx, []backends.Request{{PromptIDs: e.Prompts[1], MaxTokens: 64}}, func(ev backends.Event) bool {
+		n++
+		if n == 2 {
+			cancel()
+		}
+		return true
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}

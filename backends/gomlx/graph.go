@@ -1,0 +1,298 @@
+package gomlx
+
+import (
+	"fmt"
+	"math"
+
+	mlbackends "github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph DSL reads best unqualified
+	"github.com/gomlx/gomlx/pkg/core/shapes"
+)
+
+// graphKey identifies one compiled graph. A decode graph runs one token per
+// cache row (Rows == Batch, Chunk == 1); a prefill graph runs Chunk tokens
+// for Rows rows, each mapped to a cache slot.
+type graphKey struct {
+	Decode bool
+	Rows   int // rows of tokens in this call
+	Chunk  int // tokens per row
+	Batch  int // rows of the KV cache
+	Cache  int // cache length
+	Keys   int // cache prefix attended to (≤ Cache)
+	All    bool
+}
+
+func (k graphKey) String() string {
+	if k.Decode {
+		return fmt.Sprintf("decode_b%d_t%d_k%d", k.Batch, k.Cache, k.Keys)
+	}
+	return fmt.Sprintf("prefill_r%d_c%d_b%d_t%d_k%d_all%v", k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys, k.All)
+}
+
+// layerParams are the parameter nodes of one decoder block.
+type layerParams struct {
+	inNorm, qkv, qkvBias, o, oBias, postNorm, gateUp, gateUpBias, down, downBias *Node
+}
+
+// modelParams are the parameter nodes of the whole model.
+type modelParams struct {
+	embed, finalNorm, lmHead *Node
+	layers                   []layerParams
+}
+
+// weightSpec is one weight tensor in canonical (graph parameter) order.
+type weightSpec struct {
+	name string
+	dims []int
+}
+
+// layout says which optional tensors the model has.
+type layout struct {
+	qkvBias, oBias, mlpBias bool
+}
+
+// weightSpecs lists the weights in the order they are graph parameters.
+func weightSpecs(c Config, lay layout) []weightSpec {
+	d, q, kv, in := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	specs := []weightSpec{
+		{"model.embed_tokens.weight", []int{c.VocabSize, d}},
+		{"model.norm.weight", []int{d}},
+	}
+	if !c.TieWordEmbeddings {
+		specs = append(specs, weightSpec{"lm_head.weight", []int{c.VocabSize, d}})
+	}
+	for l := range c.NumLayers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		specs = append(specs,
+			weightSpec{p + "input_layernorm.weight", []int{d}},
+			weightSpec{p + "self_attn.qkv_proj.weight", []int{q + 2*kv, d}})
+		if lay.qkvBias {
+			specs = append(specs, weightSpec{p + "self_attn.qkv_proj.bias", []int{q + 2*kv}})
+		}
+		specs = append(specs, weightSpec{p + "self_attn.o_proj.weight", []int{d, q}})
+		if lay.oBias {
+			specs = append(specs, weightSpec{p + "self_attn.o_proj.bias", []int{d}})
+		}
+		specs = append(specs,
+			weightSpec{p + "post_attention_layernorm.weight", []int{d}},
+			weightSpec{p + "mlp.gate_up_proj.weight", []int{2 * in, d}})
+		if lay.mlpBias {
+			specs = append(specs, weightSpec{p + "mlp.gate_up_proj.bias", []int{2 * in}})
+		}
+		specs = append(specs, weightSpec{p + "mlp.down_proj.weight", []int{d, in}})
+		if lay.mlpBias {
+			specs = append(specs, weightSpec{p + "mlp.down_proj.bias", []int{d}})
+		}
+	}
+	return specs
+}
+
+// weightParams creates the weight parameters of g in canonical order.
+func weightParams(g *Graph, c Config, lay layout) modelParams {
+	specs := weightSpecs(c, lay)
+	i := 0
+	next := func() *Node {
+		s := specs[i]
+		i++
+		return Parameter(g, s.name, shapes.Make(dtypes.Float32, s.dims...))
+	}
+	var p modelParams
+	p.embed = next()
+	p.finalNorm = next()
+	if c.TieWordEmbeddings {
+		p.lmHead = p.embed
+	} else {
+		p.lmHead = next()
+	}
+	p.layers = make([]layerParams, c.NumLayers)
+	for l := range p.layers {
+		lp := &p.layers[l]
+		lp.inNorm = next()
+		lp.qkv = next()
+		if lay.qkvBias {
+			lp.qkvBias = next()
+		}
+		lp.o = next()
+		if lay.oBias {
+			lp.oBias = next()
+		}
+		lp.postNorm = next()
+		lp.gateUp = next()
+		if lay.mlpBias {
+			lp.gateUpBias = next()
+		}
+		lp.down = next()
+		if lay.mlpBias {
+			lp.downBias = next()
+		}
+	}
+	return p
+}
+
+// linear computes x·Wᵀ (+b) with W laid out [out, in] as in Hugging Face.
+func linear(x, w, b *Node) *Node {
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if b != nil {
+		y = Add(y, ExpandLeftToRank(b, y.Rank()))
+	}
+	return y
+}
+
+// rmsNorm is x * rsqrt(mean(x²)+eps) * w.
+func rmsNorm(x, w *Node, eps float64) *Node {
+	v := ReduceAndKeep(Mul(x, x), ReduceMean, -1)
+	y := Mul(x, Rsqrt(AddScalar(v, eps)))
+	return Mul(ExpandLeftToRank(w, y.Rank()), y)
+}
+
+// rope applies rotate-half RoPE to x [rows, chunk, heads, hd] with cos/sin
+// [rows, chunk, 1, hd/2].
+func rope(x, cos, sin *Node) *Node {
+	hd := x.Shape().Dimensions[3]
+	half := hd / 2
+	x1 := Slice(x, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, half))
+	x2 := Slice(x, AxisRange(), AxisRange(), AxisRange(), AxisRange(half, hd))
+	return Concatenate([]*Node{
+		Sub(Mul(x1, cos), Mul(x2, sin)),
+		Add(Mul(x2, cos), Mul(x1, sin)),
+	}, -1)
+}
+
+// buildStep builds and compiles the graph for key k. Parameters: the
+// weights, then tokens [R,C] int32, positions [R,C] int32, valid [R,C] bool,
+// then (prefill only) slots [R] int32, clear [B] bool, last [R] int32, then
+// the caches (K and V per layer, each [B,T,kvHeads,headDim]). Outputs:
+// decode: next ids [B] int32; prefill: logits [R,V] (or [R,C,V] when
+// k.All); then the updated caches.
+func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float32, k graphKey) (g *Graph, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("build graph %s: %v", k, r)
+			if g != nil {
+				g.Finalize()
+				g = nil
+			}
+		}
+	}()
+	g = NewGraph(backend, k.String())
+	p := weightParams(g, c, lay)
+	R, C, B, T, TK := k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys
+	if TK <= 0 || TK > T {
+		return nil, fmt.Errorf("build graph %s: bad key length", k)
+	}
+	kvH, hd, H := c.NumKVHeads, c.HeadDim, c.NumHeads
+	G := H / kvH
+	i32 := dtypes.Int32
+	tokens := Parameter(g, "tokens", shapes.Make(i32, R, C))
+	positions := Parameter(g, "positions", shapes.Make(i32, R, C))
+	valid := Parameter(g, "valid", shapes.Make(dtypes.Bool, R, C))
+	var slots, clear, last *Node
+	if !k.Decode {
+		slots = Parameter(g, "slots", shapes.Make(i32, R))
+		clear = Parameter(g, "clear", shapes.Make(dtypes.Bool, B))
+		last = Parameter(g, "last", shapes.Make(i32, R))
+	} else {
+		slots = Iota(g, shapes.Make(i32, R), 0)
+	}
+	caches := make([]*Node, 2*c.NumLayers)
+	for i := range caches {
+		caches[i] = Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, B, T, kvH, hd))
+	}
+
+	// Scatter indices (slot, position) for the new keys and values.
+	clampedPos := ClipScalar(positions, 0, float64(T-1))
+	slotsRC := BroadcastToDims(ExpandAxes(slots, -1), R, C)
+	scatterIdx := Stack([]*Node{slotsRC, clampedPos}, -1) // [R,C,2]
+
+	// RoPE tables.
+	posF := ConvertDType(positions, dtypes.Float32)
+	inv := Const(g, invFreq)
+	freqs := Mul(ExpandAxes(posF, -1), Reshape(inv, 1, 1, hd/2)) // [R,C,hd/2]
+	cos := ExpandAxes(Cos(freqs), 2)
+	sin := ExpandAxes(Sin(freqs), 2)
+
+	// Additive attention masks [R,1,C,1,T], one per distinct window.
+	kpos := Iota(g, shapes.Make(i32, 1, 1, TK), 2)
+	qpos := ExpandAxes(positions, -1) // [R,C,1]
+	masks := map[int]*Node{}
+	maskFor := func(window int) *Node {
+		if m, ok := masks[window]; ok {
+			return m
+		}
+		allowed := LessOrEqual(kpos, qpos)
+		if window > 0 {
+			allowed = And(allowed, LessThan(Sub(qpos, kpos), Scalar(g, i32, window)))
+		}
+		m := Where(allowed, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, -1e30))
+		m = BroadcastToDims(Reshape(BroadcastToDims(m, R, C, TK), R, 1, C, 1, TK), R, kvH, C, G, TK)
+		masks[window] = m
+		return m
+	}
+	scale := 1 / math.Sqrt(float64(hd))
+
+	x := Gather(p.embed, ExpandAxes(tokens, -1)) // [R,C,D]
+	newCaches := make([]*Node, len(caches))
+	for l, lp := range p.layers {
+		h := rmsNorm(x, lp.inNorm, c.RMSNormEps)
+		qkv := linear(h, lp.qkv, lp.qkvBias)
+		qd, kd := H*hd, kvH*hd
+		q := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(0, qd)), R, C, H, hd)
+		kk := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(qd, qd+kd)), R, C, kvH, hd)
+		vv := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(qd+kd, qd+2*kd)), R, C, kvH, hd)
+		q = rope(q, cos, sin)
+		kk = rope(kk, cos, sin)
+		zero := ScalarZero(g, dtypes.Float32)
+		kk = Where(valid, kk, zero)
+		vv = Where(valid, vv, zero)
+		ck, cv := caches[2*l], caches[2*l+1]
+		if !k.Decode {
+			ck = Where(clear, zero, ck)
+			cv = Where(clear, zero, cv)
+		}
+		ck = ScatterSum(ck, scatterIdx, kk, false, false)
+		cv = ScatterSum(cv, scatterIdx, vv, false, false)
+		newCaches[2*l], newCaches[2*l+1] = ck, cv
+		keys, vals := ck, cv
+		if TK < T {
+			keys = Slice(keys, AxisRange(), AxisRange(0, TK))
+			vals = Slice(vals, AxisRange(), AxisRange(0, TK))
+		}
+		if !k.Decode {
+			idx := ExpandAxes(slots, -1)
+			keys = Gather(keys, idx) // [R,TK,kvH,hd]
+			vals = Gather(vals, idx)
+		}
+		q5 := Reshape(q, R, C, kvH, G, hd)
+		scores := DotGeneral(q5, []int{4}, []int{0, 2}, keys, []int{3}, []int{0, 2}) // [R,kvH,C,G,T]
+		scores = Add(MulScalar(scores, scale), maskFor(c.SlidingWindow[l]))
+		probs := Softmax(scores, -1)
+		att := DotGeneral(probs, []int{4}, []int{0, 1}, vals, []int{1}, []int{0, 2}) // [R,kvH,C,G,hd]
+		att = Reshape(TransposeAllAxes(att, 0, 2, 1, 3, 4), R, C, H*hd)
+		x = Add(x, linear(att, lp.o, lp.oBias))
+
+		h = rmsNorm(x, lp.postNorm, c.RMSNormEps)
+		gu := linear(h, lp.gateUp, lp.gateUpBias)
+		in := c.IntermediateSize
+		gate := Slice(gu, AxisRange(), AxisRange(), AxisRange(0, in))
+		up := Slice(gu, AxisRange(), AxisRange(), AxisRange(in, 2*in))
+		act := Mul(Mul(gate, Logistic(gate)), up)
+		x = Add(x, linear(act, lp.down, lp.downBias))
+	}
+	var outputs []*Node
+	switch {
+	case k.All:
+		outputs = append(outputs, linear(rmsNorm(x, p.finalNorm, c.RMSNormEps), p.lmHead, nil))
+	case k.Decode:
+		hLast := Reshape(x, R, c.HiddenSize)
+		logits := linear(rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil)
+		outputs = append(outputs, ArgMax(logits, -1, i32))
+	default:
+		sel := OneHot(last, C, dtypes.Float32)                              // [R,C]
+		hLast := DotGeneral(sel, []int{1}, []int{0}, x, []int{1}, []int{0}) // [R,D]
+		outputs = append(outputs, linear(rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil))
+	}
+	outputs = append(outputs, newCaches...)
+	g.Compile(outputs...)
+	return g, nil
+}

@@ -1,0 +1,74 @@
+package gomlx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ResolveModelDir turns path into a model directory: an existing directory
+// is returned as is; a Hugging Face name "org/name" is looked up in the local
+// hub cache ($HF_HOME/hub, else ~/.cache/huggingface/hub) as
+// models--org--name/snapshots/<rev>, rev from refs/main or else the only
+// snapshot. There is no network access.
+func ResolveModelDir(path string) (string, error) {
+	if st, err := os.Stat(path); err == nil {
+		if !st.IsDir() {
+			return "", fmt.Errorf("model path %s: not a directory", path)
+		}
+		return path, nil
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.HasPrefix(path, ".") {
+		return "", fmt.Errorf("model path %s: no such directory (and not a Hugging Face name org/name)", path)
+	}
+	hub, err := hubDir()
+	if err != nil {
+		return "", err
+	}
+	repo := filepath.Join(hub, "models--"+parts[0]+"--"+parts[1])
+	snaps := filepath.Join(repo, "snapshots")
+	if ref, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
+		rev := strings.TrimSpace(string(ref))
+		dir := filepath.Join(snaps, rev)
+		if rev != "" && !strings.ContainsAny(rev, `/\`) {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				return dir, nil
+			}
+		}
+		return "", fmt.Errorf("model %s: refs/main names snapshot %q, missing under %s", path, rev, snaps)
+	}
+	entries, err := os.ReadDir(snaps)
+	if err != nil {
+		return "", fmt.Errorf("model %s: not in the Hugging Face cache %s: %w", path, hub, err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	switch len(dirs) {
+	case 1:
+		return filepath.Join(snaps, dirs[0]), nil
+	case 0:
+		return "", fmt.Errorf("model %s: no snapshot under %s", path, snaps)
+	default:
+		return "", fmt.Errorf("model %s: %d snapshots under %s and no refs/main", path, len(dirs), snaps)
+	}
+}
+
+func hubDir() (string, error) {
+	if h := os.Getenv("HF_HUB_CACHE"); h != "" {
+		return h, nil
+	}
+	if h := os.Getenv("HF_HOME"); h != "" {
+		return filepath.Join(h, "hub"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("locate Hugging Face cache: %w", err)
+	}
+	return filepath.Join(home, ".cache", "huggingface", "hub"), nil
+}

@@ -1,0 +1,420 @@
+// Package gomlx is tally's native model backend: a decoder-only transformer
+// (Llama, Qwen2 and Mistral families) run with gomlx, on its pure-Go backend
+// by default or on XLA/PJRT (CUDA) on request.
+//
+// A model is loaded from a Hugging Face directory (config.json, safetensors
+// weights, generation_config.json, tokenizer.json) or a hub cache name
+// "org/name". Computation is float32. Generation is greedy, batched, over a
+// KV cache held as tensors; graphs are compiled once per shape bucket.
+package gomlx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	mlbackends "github.com/gomlx/gomlx/backends"
+	"github.com/gomlx/gomlx/pkg/core/graph"
+	"github.com/gomlx/gomlx/pkg/core/tensors"
+
+	"tally/backends"
+)
+
+// Options configure Open and Demo.
+type Options struct {
+	// Device is "" or "cpu" (gomlx's pure-Go backend), "xla" or "cuda"
+	// (gomlx's XLA backend; see gpu.md for the PJRT plugin).
+	Device string
+	// MaxBatch is the number of requests decoded together (default 8).
+	MaxBatch int
+	// MaxContext caps the context window (0: the model's
+	// max_position_embeddings).
+	MaxContext int
+	// FingerprintCache is the JSON file caching weight digests (default
+	// os.UserCacheDir()/tally/fingerprints.json; "-" disables the cache).
+	FingerprintCache string
+	// Tokenizer overrides the tokenizer found next to the weights.
+	Tokenizer StreamTokenizer
+	// PrefillBudget bounds one prefill call's attention scores, in elements
+	// (rows × heads × chunk × cache length); 0 picks a default per device.
+	PrefillBudget int
+}
+
+// Stats are counters of a Model's work.
+type Stats struct {
+	// Compilations is the number of graphs compiled so far.
+	Compilations int
+	// PrefillCalls and DecodeSteps count graph executions.
+	PrefillCalls, DecodeSteps int
+	// PrefillTokens and DecodeTokens count real (non-padding) tokens.
+	PrefillTokens, DecodeTokens int
+}
+
+// Model is a loaded model; it implements backends.Backend. Its methods are
+// safe for concurrent use (calls run one at a time).
+type Model struct {
+	mu       sync.Mutex
+	cfg      Config
+	lay      layout
+	dir      string
+	opts     Options
+	device   string
+	backend  mlbackends.Backend
+	weights  []*tensors.Tensor
+	invFreq  []float32
+	graphs   map[graphKey]*graph.Graph
+	stats    Stats
+	tok      StreamTokenizer
+	ctxLen   int
+	maxBatch int
+	budget   int
+	fpFiles  []string // files hashed by Fingerprint
+	fpExtra  string   // extra identity (demo)
+	closed   bool
+	// prefillHook, when set (tests), sees each request's last prompt logits.
+	prefillHook func(index int, logits []float32)
+}
+
+var _ backends.Backend = (*Model)(nil)
+
+// Open loads a model from a directory or a Hugging Face cache name
+// ("org/name"); "demo" gives Demo's model.
+func Open(ctx context.Context, path string, opts Options) (*Model, error) {
+	if path == "demo" {
+		return Demo(ctx, opts)
+	}
+	dir, err := ResolveModelDir(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	w, err := OpenWeights(dir)
+	if err != nil {
+		return nil, err
+	}
+	lay, host, err := loadHostWeights(ctx, cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	tok := opts.Tokenizer
+	tokPath := filepath.Join(dir, "tokenizer.json")
+	if tok == nil {
+		if _, err := os.Stat(tokPath); err == nil {
+			tok, err = loadTokenizer(tokPath)
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	m, err := newModel(cfg, lay, host, tok, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.dir = dir
+	m.fpFiles = append([]string{filepath.Join(dir, "config.json")}, w.Files...)
+	if _, err := os.Stat(tokPath); err == nil {
+		m.fpFiles = append(m.fpFiles, tokPath)
+	}
+	return m, nil
+}
+
+// loadHostWeights reads every tensor, validates its shape and fuses q/k/v
+// and gate/up, returning the weights in canonical order.
+func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][]float32, error) {
+	d, q, kv, in := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
+	lay := layout{
+		qkvBias: c.AttentionBias || w.Has("model.layers.0.self_attn.q_proj.bias"),
+		oBias:   (c.AttentionBias && c.ModelType == "llama") || w.Has("model.layers.0.self_attn.o_proj.bias"),
+		mlpBias: c.MLPBias || w.Has("model.layers.0.mlp.gate_proj.bias"),
+	}
+	for name, t := range w.Tensors {
+		if _, ok := dtypeSize[t.DType]; !ok {
+			return lay, nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", t.File, name, t.DType)
+		}
+	}
+	var out [][]float32
+	read := func(name string, dims ...int) ([]float32, error) { return w.Read(name, dims...) }
+	cat := func(parts ...[]float32) []float32 {
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		r := make([]float32, 0, n)
+		for _, p := range parts {
+			r = append(r, p...)
+		}
+		return r
+	}
+	add := func(name string, dims ...int) error {
+		x, err := read(name, dims...)
+		if err != nil {
+			return err
+		}
+		out = append(out, x)
+		return nil
+	}
+	if err := add("model.embed_tokens.weight", c.VocabSize, d); err != nil {
+		return lay, nil, err
+	}
+	if err := add("model.norm.weight", d); err != nil {
+		return lay, nil, err
+	}
+	if !c.TieWordEmbeddings {
+		if err := add("lm_head.weight", c.VocabSize, d); err != nil {
+			return lay, nil, err
+		}
+	}
+	for l := range c.NumLayers {
+		if err := ctx.Err(); err != nil {
+			return lay, nil, fmt.Errorf("load weights: %w", err)
+		}
+		p := fmt.Sprintf("model.layers.%d.", l)
+		if err := add(p+"input_layernorm.weight", d); err != nil {
+			return lay, nil, err
+		}
+		var parts [][]float32
+		for _, s := range []struct {
+			n   string
+			out int
+		}{{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}} {
+			x, err := read(p+"self_attn."+s.n+".weight", s.out, d)
+			if err != nil {
+				return lay, nil, err
+			}
+			parts = append(parts, x)
+		}
+		out = append(out, cat(parts...))
+		if lay.qkvBias {
+			parts = parts[:0]
+			for _, s := range []struct {
+				n   string
+				out int
+			}{{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}} {
+				x, err := read(p+"self_attn."+s.n+".bias", s.out)
+				if err != nil {
+					return lay, nil, err
+				}
+				parts = append(parts, x)
+			}
+			out = append(out, cat(parts...))
+		}
+		if err := add(p+"self_attn.o_proj.weight", d, q); err != nil {
+			return lay, nil, err
+		}
+		if lay.oBias {
+			if err := add(p+"self_attn.o_proj.bias", d); err != nil {
+				return lay, nil, err
+			}
+		}
+		if err := add(p+"post_attention_layernorm.weight", d); err != nil {
+			return lay, nil, err
+		}
+		gate, err := read(p+"mlp.gate_proj.weight", in, d)
+		if err != nil {
+			return lay, nil, err
+		}
+		up, err := read(p+"mlp.up_proj.weight", in, d)
+		if err != nil {
+			return lay, nil, err
+		}
+		out = append(out, cat(gate, up))
+		if lay.mlpBias {
+			gb, err := read(p+"mlp.gate_proj.bias", in)
+			if err != nil {
+				return lay, nil, err
+			}
+			ub, err := read(p+"mlp.up_proj.bias", in)
+			if err != nil {
+				return lay, nil, err
+			}
+			out = append(out, cat(gb, ub))
+		}
+		if err := add(p+"mlp.down_proj.weight", d, in); err != nil {
+			return lay, nil, err
+		}
+		if lay.mlpBias {
+			if err := add(p+"mlp.down_proj.bias", d); err != nil {
+				return lay, nil, err
+			}
+		}
+	}
+	return lay, out, nil
+}
+
+// newModel builds a Model from host weights in canonical order.
+func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opts Options) (m *Model, err error) {
+	specs := weightSpecs(cfg, lay)
+	if len(specs) != len(host) {
+		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
+	}
+	backend, err := newDevice(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("create weight tensors: %v", r)
+		}
+	}()
+	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
+		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq()}
+	m.device = "go"
+	if d := strings.ToLower(opts.Device); d == "xla" || d == "cuda" {
+		m.device = "xla"
+	}
+	for i, s := range specs {
+		n := 1
+		for _, d := range s.dims {
+			n *= d
+		}
+		if len(host[i]) != n {
+			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
+		}
+		m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+		host[i] = nil
+	}
+	m.ctxLen = cfg.MaxPositionEmbeddings
+	if opts.MaxContext > 0 && opts.MaxContext < m.ctxLen {
+		m.ctxLen = opts.MaxContext
+	}
+	m.maxBatch = opts.MaxBatch
+	if m.maxBatch <= 0 {
+		m.maxBatch = 8
+	}
+	m.budget = opts.PrefillBudget
+	if m.budget <= 0 {
+		m.budget = 1 << 24
+		if m.device != "go" {
+			m.budget = 1 << 28
+		}
+	}
+	return m, nil
+}
+
+// Name implements backends.Backend.
+func (m *Model) Name() string { return "gomlx" }
+
+// Config returns the model's architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// Device is the gomlx backend running the model ("go" for pure Go, "xla").
+func (m *Model) Device() string { return m.device }
+
+// Tokenizer implements backends.Backend; nil when the model has none.
+func (m *Model) Tokenizer() backends.Tokenizer {
+	if m.tok == nil {
+		return nil
+	}
+	return m.tok
+}
+
+// ContextLength implements backends.Backend.
+func (m *Model) ContextLength() int { return m.ctxLen }
+
+// Slots implements backends.Backend: the maximum batch.
+func (m *Model) Slots() int { return m.maxBatch }
+
+// Compilations is the number of graphs compiled so far.
+func (m *Model) Compilations() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats.Compilations
+}
+
+// Stats returns the model's counters.
+func (m *Model) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// Close implements backends.Backend, releasing graphs and weights.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				errs = append(errs, fmt.Errorf("close model: %v", r))
+			}
+		}()
+		for _, g := range m.graphs {
+			g.Finalize()
+		}
+		for _, t := range m.weights {
+			if err := t.FinalizeAll(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		m.backend.Finalize()
+	}()
+	m.graphs = nil
+	m.weights = nil
+	return errors.Join(errs...)
+}
+
+// graphFor returns the compiled graph for k, compiling it on first use.
+func (m *Model) graphFor(k graphKey) (*graph.Graph, error) {
+	if m.closed {
+		return nil, errors.New("model is closed")
+	}
+	if g, ok := m.graphs[k]; ok {
+		return g, nil
+	}
+	g, err := buildStep(m.backend, m.cfg, m.lay, m.invFreq, k)
+	if err != nil {
+		return nil, err
+	}
+	m.graphs[k] = g
+	m.stats.Compilations++
+	return g, nil
+}
+
+// run executes g with the weights, the step inputs and the caches (which
+// are donated and replaced by the outputs). It returns the first output.
+func (m *Model) run(g *graph.Graph, inputs []*tensors.Tensor, caches []*tensors.Tensor) (first *tensors.Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("run graph %s: %v", g.Name(), r)
+		}
+	}()
+	args := make([]any, 0, len(m.weights)+len(inputs)+len(caches))
+	for _, w := range m.weights {
+		args = append(args, w)
+	}
+	for _, t := range inputs {
+		args = append(args, t)
+	}
+	for i, c := range caches {
+		d, err := graph.DonateTensorBuffer(c, m.backend, 0)
+		if err != nil {
+			return nil, fmt.Errorf("donate cache %d: %w", i, err)
+		}
+		args = append(args, d)
+		_ = c.FinalizeAll() // drop any host copy (first use of a fresh cache)
+	}
+	outs := g.Run(args...)
+	for _, t := range inputs {
+		_ = t.FinalizeAll()
+	}
+	if len(outs) != 1+len(caches) {
+		return nil, fmt.Errorf("run graph %s: %d outputs, want %d", g.Name(), len(outs), 1+len(caches))
+	}
+	copy(caches, outs[1:])
+	return outs[0], nil
+}
