@@ -25,9 +25,10 @@ const (
 	demoKVHeads   = 2
 	demoInter     = 176
 	demoContext   = 2048
-	demoVersion   = "demo-v1"
+	demoVersion   = "demo-v2"
 	demoNormScale = 0.05
 	demoStd       = 0.2
+	demoStopScale = 2.5
 )
 
 // Demo builds, deterministically and with no files, a tiny Llama-style model
@@ -61,6 +62,19 @@ func Demo(ctx context.Context, opts Options) (*Model, error) {
 		cfg.EOSTokenIDs = []int{eos}
 	}
 	host := randomWeights(cfg, demoSeed)
+	// Random weights rarely emit "." or a newline within a short budget, so
+	// the demo's stop settings would never fire. Scaling those tokens' rows
+	// of lm_head by demoStopScale widens their logits' spread: each becomes
+	// the argmax on roughly a tenth of the steps, so dot=. and nl=\n stop
+	// at different places and one generation pass serves both.
+	for _, piece := range []string{".", "Ċ"} { // "Ċ" is "\n" in byte-level BPE
+		if id, ok := tk.TokenID(piece); ok {
+			row := host[2][id*cfg.HiddenSize : (id+1)*cfg.HiddenSize]
+			for i := range row {
+				row[i] *= demoStopScale
+			}
+		}
+	}
 	tok := opts.Tokenizer
 	if tok == nil {
 		tok = WrapTokenizer(tk)
