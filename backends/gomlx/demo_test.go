@@ -65,7 +65,7 @@ func TestDemo(t *testing.T) {
 	}
 	t.Logf("sample: %q; stats %+v", a[0], m.Stats())
 	fp, err := m.Fingerprint(ctx)
-	if err != nil || !strings.HasPrefix(fp, "gomlx:float32:demo-v1:sha256:") {
+	if err != nil || !strings.HasPrefix(fp, "gomlx:float32:"+demoVersion+":sha256:") {
 		t.Errorf("fingerprint %q %v", fp, err)
 	}
 	m2, err := Demo(ctx, Options{})
