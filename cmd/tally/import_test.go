@@ -103,6 +103,20 @@ func TestImportCompareDrop(t *testing.T) {
 	if c := storeCounts(t, db); c["generations"] != n || c["samples"] != n {
 		t.Errorf("counts after re-import %v", c)
 	}
+	// A second model's outputs of the same log, compared with --against:
+	// paired by sample, the second column's difference is 0 (same text).
+	runTally(t, bin, "import", "--model", "imported:other", "--tasks", "drop", "--data", log, "--store", db)
+	out, err = exec.Command(bin, append([]string{"compare", "--json", "--stop", `nl=\n`, "--against", "imported:other"}, common...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = nil
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 8 || rows[1].Diff == nil || rows[1].Diff.Estimate != 0 || rows[1].Setting != `imported:other nl=\n` {
+		t.Errorf("compare --against rows: %+v", rows[:min(2, len(rows))])
+	}
 	// The imported model cannot generate: a run with new samples fails cleanly.
 	if out, err := exec.Command(bin, "run", "--model", "imported:leaderboard-model", "--tasks", "demo", "--store", db).CombinedOutput(); err == nil {
 		t.Errorf("run on an imported model succeeded: %s", out)
