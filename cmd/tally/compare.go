@@ -52,9 +52,6 @@ func newCompareCmd() *cobra.Command {
 			"Settings that need more generation are reported; run `tally run` with the same flags first.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.model == "" {
-				return fmt.Errorf("no model: pass --model")
-			}
 			ctx := cmd.Context()
 			s, err := f.open(ctx, cmd.ErrOrStderr())
 			if err != nil {

@@ -132,6 +132,9 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 }
 
 func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error) {
+	if f.model == "" {
+		return nil, fmt.Errorf("no model: pass --model")
+	}
 	jobs, cfgs, err := f.loadJobs(stderr)
 	if err != nil {
 		return nil, err
@@ -164,9 +167,6 @@ func newRunCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.model == "" {
-				return fmt.Errorf("no model: pass --model")
-			}
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -364,16 +364,15 @@ func printPlan(w io.Writer, p *generate.Plan) {
 		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
 }
 
-func newPlanCmd() *cobra.Command {
+// plannedCommand is a command that opens the store and model, plans the
+// tasks without model work, and hands the plan to do.
+func plannedCommand(use, short string, do func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Show, before any model work, what a run would reuse, continue, retry and generate",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.model == "" {
-				return fmt.Errorf("no model: pass --model")
-			}
 			ctx := cmd.Context()
 			s, err := f.open(ctx, cmd.ErrOrStderr())
 			if err != nil {
@@ -384,37 +383,27 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.json {
-				return writeJSON(cmd.OutOrStdout(), planSummary(p))
-			}
-			printPlan(cmd.OutOrStdout(), p)
-			return nil
+			return do(ctx, f, s, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, "", nil)
 	return cmd
 }
 
+func newPlanCmd() *cobra.Command {
+	return plannedCommand("plan", "Show, before any model work, what a run would reuse, continue, retry and generate",
+		func(_ context.Context, f *runFlags, _ *session, p *generate.Plan, stdout, _ io.Writer) error {
+			if f.json {
+				return writeJSON(stdout, planSummary(p))
+			}
+			printPlan(stdout, p)
+			return nil
+		})
+}
+
 func newRescoreCmd() *cobra.Command {
-	f := &runFlags{}
-	cmd := &cobra.Command{
-		Use:   "rescore",
-		Short: "Recompute scores from stored generations, with no model work",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.model == "" {
-				return fmt.Errorf("no model: pass --model")
-			}
-			ctx := cmd.Context()
-			s, err := f.open(ctx, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			p, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
-			if err != nil {
-				return err
-			}
+	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work",
+		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
 			n, err := generate.Rescore(ctx, s.st, p, 0)
 			if err != nil {
 				return err
@@ -424,13 +413,10 @@ func newRescoreCmd() *cobra.Command {
 				return err
 			}
 			if f.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"rescored": n, "scores": res.Means()})
+				return writeJSON(stdout, map[string]any{"rescored": n, "scores": res.Means()})
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "rescored %d (sample, setting) pairs from stored generations\n", n)
-			printScores(cmd.OutOrStdout(), s.jobs, res)
+			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", n)
+			printScores(stdout, s.jobs, res)
 			return nil
-		},
-	}
-	f.register(cmd, "", nil)
-	return cmd
+		})
 }
