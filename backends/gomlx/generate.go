@@ -41,6 +41,22 @@ func cacheBucket(n int) int {
 	return pow2AtLeast(max(n, minCache))
 }
 
+// fineCache is the cache length above which cacheLength rounds to eighths
+// of a power of two instead of a power of two.
+const fineCache = 8192
+
+// cacheLength is the KV cache length allocated for n tokens: cacheBucket
+// up to fineCache, then a multiple of an eighth of cacheBucket(n) (so a
+// 128k prompt plus budget gets 160k rows, not 256k).
+func cacheLength(n int) int {
+	b := cacheBucket(n)
+	if b <= fineCache {
+		return b
+	}
+	step := b / 8
+	return (n + step - 1) / step * step
+}
+
 // newCache allocates zeroed K/V caches [batch, length, kvHeads, headDim].
 func (m *Model) newCache(batch, length int) []*tensors.Tensor {
 	c := m.cfg
@@ -296,7 +312,11 @@ type slotState struct {
 // EOS id ends the row with Finish "eos" and is not reported as a token; the
 // budget gives "length"; the sink returning false, or a StopHint appearing
 // in the text, gives "stop". PromptTokens is len(PromptIDs) and GenTokens
-// the tokens reported in this call (Prefix excluded).
+// the tokens reported in this call (Prefix excluded). Requests with the
+// same ShareKey prefill their common prefix once (see sharer; off with
+// Options.NoPrefixSharing), and the batch is capped by the memory plan
+// (see PlanMemory) when the free memory is known: a run that cannot fit
+// fails every request with an error wrapping ErrDoesNotFit.
 func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -317,12 +337,24 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	for _, j := range jobs {
 		need = max(need, len(j.seq)+j.budget)
 	}
-	length := cacheBucket(need)
+	length := cacheLength(need)
+	plan, err := m.planRun(jobs, need)
+	if err != nil {
+		for _, j := range jobs {
+			sink(backends.Event{Index: j.req.Index, Done: true, Finish: backends.FinishError,
+				PromptTokens: len(j.req.PromptIDs), Err: err})
+		}
+		return nil
+	}
+	if plan.Batch > 0 {
+		batch = min(batch, plan.Batch)
+	}
 	cache := m.newCache(batch, length)
 	defer func() { freeCache(cache) }()
 
 	slots := make([]*slotState, batch)
 	pending := jobs
+	sharer := m.newSharer(jobs, batch, length)
 	finish := func(i int, reason string, err error) {
 		s := slots[i]
 		sink(backends.Event{Index: s.job.req.Index, Text: s.stream.Flush(), Done: true, Finish: reason,
@@ -371,17 +403,21 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			return fmt.Errorf("generate: %w", err)
 		}
 		// Refill free slots with waiting requests, prefilling them together.
-		var rows []*prefillRow
+		var fresh []int
 		for i := range slots {
 			if slots[i] == nil && len(pending) > 0 {
 				j := pending[0]
 				pending = pending[1:]
 				slots[i] = &slotState{job: j, stream: m.newStream(j.req.Prefix)}
-				rows = append(rows, &prefillRow{slot: i, ids: j.seq})
+				fresh = append(fresh, i)
 			}
 		}
-		if len(rows) > 0 {
-			if err := m.prefill(ctx, cache, batch, length, rows, false); err != nil {
+		if len(fresh) > 0 {
+			rows, err := sharer.place(ctx, cache, fresh, slots)
+			if err == nil {
+				err = m.prefill(ctx, cache, batch, length, rows, false)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("generate: %w", ctx.Err())
 				}
@@ -427,6 +463,26 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			}
 		}
 	}
+}
+
+// planRun plans memory for jobs whose longest prompt plus budget is need
+// (see PlanMemory). It returns a zero plan when the free memory is unknown
+// (XLA without Options.DeviceMemory, or no /proc/meminfo) and an error when
+// the run does not fit: work that cannot fit is not started.
+func (m *Model) planRun(jobs []*job, need int) (MemoryPlan, error) {
+	free, err := m.freeMemory()
+	if err != nil || free <= 0 {
+		return MemoryPlan{}, nil
+	}
+	longest := 0
+	for _, j := range jobs {
+		longest = max(longest, len(j.seq))
+	}
+	plan, err := PlanMemory(m.memoryInput(free, longest, need-longest, len(jobs)))
+	if err != nil {
+		return MemoryPlan{}, fmt.Errorf("generate: %w", err)
+	}
+	return plan, nil
 }
 
 // admit validates a request, returning a job or the final event to send.

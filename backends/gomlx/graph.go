@@ -12,9 +12,11 @@ import (
 
 // graphKey identifies one compiled graph. A decode graph runs one token per
 // cache row (Rows == Batch, Chunk == 1); a prefill graph runs Chunk tokens
-// for Rows rows, each mapped to a cache slot.
+// for Rows rows, each mapped to a cache slot; a copy graph (Copy) copies
+// cache rows between slots (shared prefixes) and uses only Batch and Cache.
 type graphKey struct {
 	Decode bool
+	Copy   bool
 	Rows   int // rows of tokens in this call
 	Chunk  int // tokens per row
 	Batch  int // rows of the KV cache
@@ -24,6 +26,9 @@ type graphKey struct {
 }
 
 func (k graphKey) String() string {
+	if k.Copy {
+		return fmt.Sprintf("copy_b%d_t%d", k.Batch, k.Cache)
+	}
 	if k.Decode {
 		return fmt.Sprintf("decode_b%d_t%d_k%d", k.Batch, k.Cache, k.Keys)
 	}
@@ -293,6 +298,42 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		outputs = append(outputs, linear(rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil))
 	}
 	outputs = append(outputs, newCaches...)
+	g.Compile(outputs...)
+	return g, nil
+}
+
+// buildCopy builds and compiles the cache-copy graph for key k (k.Copy).
+// Parameters: src [B] int32 and keep [B] int32, then the caches (K and V
+// per layer, each [B,T,kvHeads,headDim]). Each output cache row b holds
+// positions t < keep[b] of input row src[b] and zeros after them: a row
+// with src[b] == b and keep[b] == T is unchanged; a row that takes a shared
+// prefix of length P from slot s has src s and keep P, and its positions
+// from P on are cleared for the suffix's prefill. Outputs: the new caches.
+func buildCopy(backend mlbackends.Backend, c Config, k graphKey) (g *Graph, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("build graph %s: %v", k, r)
+			if g != nil {
+				g.Finalize()
+				g = nil
+			}
+		}
+	}()
+	g = NewGraph(backend, k.String())
+	B, T := k.Batch, k.Cache
+	i32 := dtypes.Int32
+	src := Parameter(g, "src", shapes.Make(i32, B))
+	keep := Parameter(g, "keep", shapes.Make(i32, B))
+	pos := Iota(g, shapes.Make(i32, B, T), 1)
+	mask := LessThan(pos, BroadcastToDims(ExpandAxes(keep, -1), B, T)) // [B,T]
+	mask = BroadcastToDims(Reshape(mask, B, T, 1, 1), B, T, c.NumKVHeads, c.HeadDim)
+	zero := ScalarZero(g, dtypes.Float32)
+	idx := ExpandAxes(src, -1) // [B,1]
+	outputs := make([]*Node, 2*c.NumLayers)
+	for i := range outputs {
+		cache := Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, B, T, c.NumKVHeads, c.HeadDim))
+		outputs[i] = Where(mask, Gather(cache, idx), zero)
+	}
 	g.Compile(outputs...)
 	return g, nil
 }

@@ -42,6 +42,15 @@ type Options struct {
 	// PrefillBudget bounds one prefill call's attention scores, in elements
 	// (rows × heads × chunk × cache length); 0 picks a default per device.
 	PrefillBudget int
+	// NoPrefixSharing turns off prefix sharing: by default, requests with
+	// the same ShareKey prefill their longest common prompt prefix once and
+	// copy its KV cache rows to the other requests' slots.
+	NoPrefixSharing bool
+	// DeviceMemory is the memory in bytes the model may use in all,
+	// weights included, for the memory plan that caps the batch (see
+	// PlanMemory); 0: the host's available memory on the pure-Go backend,
+	// no plan on XLA.
+	DeviceMemory int64
 }
 
 // Stats are counters of a Model's work.
@@ -52,6 +61,10 @@ type Stats struct {
 	PrefillCalls, DecodeSteps int
 	// PrefillTokens and DecodeTokens count real (non-padding) tokens.
 	PrefillTokens, DecodeTokens int
+	// SharedTokens counts prompt tokens that were not prefilled because
+	// their keys and values were copied from a shared prefix (ShareKey);
+	// PrefixCopies counts the copy-graph executions that did it.
+	SharedTokens, PrefixCopies int
 }
 
 // Model is a loaded model; it implements backends.Backend. Its methods are
@@ -376,7 +389,13 @@ func (m *Model) graphFor(k graphKey) (*graph.Graph, error) {
 	if g, ok := m.graphs[k]; ok {
 		return g, nil
 	}
-	g, err := buildStep(m.backend, m.cfg, m.lay, m.invFreq, k)
+	var g *graph.Graph
+	var err error
+	if k.Copy {
+		g, err = buildCopy(m.backend, m.cfg, k)
+	} else {
+		g, err = buildStep(m.backend, m.cfg, m.lay, m.invFreq, k)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -417,4 +436,38 @@ func (m *Model) run(g *graph.Graph, inputs []*tensors.Tensor, caches []*tensors.
 	}
 	copy(caches, outs[1:])
 	return outs[0], nil
+}
+
+// copyRows runs the cache-copy graph (see buildCopy) on cache, which is
+// donated and replaced by the outputs: row b takes positions below keep[b]
+// from row src[b] and zeros from keep[b] on.
+func (m *Model) copyRows(cache []*tensors.Tensor, batch, length int, src, keep []int32) (err error) {
+	g, err := m.graphFor(graphKey{Copy: true, Batch: batch, Cache: length})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("run graph %s: %v", g.Name(), r)
+		}
+	}()
+	args := []any{tensors.FromFlatDataAndDimensions(src, batch), tensors.FromFlatDataAndDimensions(keep, batch)}
+	for i, c := range cache {
+		d, err := graph.DonateTensorBuffer(c, m.backend, 0)
+		if err != nil {
+			return fmt.Errorf("donate cache %d: %w", i, err)
+		}
+		args = append(args, d)
+		_ = c.FinalizeAll()
+	}
+	outs := g.Run(args...)
+	for _, a := range args[:2] {
+		_ = a.(*tensors.Tensor).FinalizeAll()
+	}
+	if len(outs) != len(cache) {
+		return fmt.Errorf("run graph %s: %d outputs, want %d", g.Name(), len(outs), len(cache))
+	}
+	copy(cache, outs)
+	m.stats.PrefixCopies++
+	return nil
 }
