@@ -2,7 +2,8 @@
 // users have: the original AllenAI JSON (drop_dataset_dev.json:
 // {section_id: {passage, qa_pairs}}) and the Hugging Face EleutherAI/drop
 // rows as JSON Lines (one question per line with section_id, query_id,
-// passage, question, answer, validated_answers).
+// passage, question, answer, validated_answers) or as Parquet
+// (validation-00000-of-00001.parquet, the same columns).
 package drop
 
 import (
@@ -36,10 +37,18 @@ func (q Question) Doc() json.RawMessage {
 }
 
 // Load reads DROP questions from path: a .json file in the original
-// AllenAI layout, or .jsonl/.jsonl.gz rows in the Hugging Face layout.
-// Questions come in file order (sections sorted by id for the original
-// layout, which is a JSON object).
+// AllenAI layout, or .jsonl/.jsonl.gz or .parquet rows in the Hugging Face
+// layout. Questions come in file order (sections sorted by id for the
+// original layout, which is a JSON object).
+//
+// A Parquet file's answer and validated_answers (structs of strings and
+// lists, validated_answers column-oriented as Hugging Face writes it) become
+// the same JSON the JSON Lines path keeps for that row: keys sorted, nulls
+// kept. Errors name the file, the row (counted from 1) and the column.
 func Load(path string) ([]Question, error) {
+	if strings.HasSuffix(path, ".parquet") {
+		return loadParquet(path)
+	}
 	if strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".jsonl.gz") {
 		return loadRows(path)
 	}

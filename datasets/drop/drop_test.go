@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func sharedData(t *testing.T, rel string) string {
+func sharedData(t testing.TB, rel string) string {
 	t.Helper()
 	dir, _ := os.Getwd()
 	for {
