@@ -5,22 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tally/internal/sharedtest"
 	"testing"
 )
 
 func shared(t *testing.T, rel string) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", rel)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return sharedtest.Path(t, rel)
 }
 
 func TestBuiltinsResolve(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"tally/internal/sharedtest"
 	"testing"
 )
 
@@ -15,20 +16,7 @@ import (
 // holding go.mod).
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("getwd: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	return sharedtest.Dir(t)
 }
 
 // parityLine is one line of parity-<name>.jsonl.gz.

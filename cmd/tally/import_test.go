@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"tally/internal/sharedtest"
 	"testing"
 
 	"tally/datasets/drop"
@@ -13,17 +14,7 @@ import (
 
 func sharedPath(t *testing.T, rel string) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", rel)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return sharedtest.Path(t, rel)
 }
 
 // writeDropLog writes an lm-evaluation-harness DROP sample log (layout of

@@ -4,22 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tally/internal/sharedtest"
 	"testing"
 )
 
 func sharedData(t testing.TB, rel string) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "data", rel)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return sharedtest.Path(t, "data", rel)
 }
 
 func TestLoadOriginal(t *testing.T) {

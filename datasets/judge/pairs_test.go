@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tally/internal/sharedtest"
 	"testing"
 
 	"tally/scoring/winrate"
@@ -16,20 +17,7 @@ import (
 // sharedData finds ../shared/data/rel next to the directory holding go.mod.
 func sharedData(t testing.TB, rel string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "data", rel)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return sharedtest.Path(t, "data", rel)
 }
 
 // jsonLines decodes every line of a testdata file into a new T.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"tally/internal/sharedtest"
 	"testing"
 
 	"tally/datasets"
@@ -17,25 +18,7 @@ import (
 // missing file fails the test.
 func sharedData(t testing.TB, rel string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "data", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("shared data file missing: %v", err)
-	}
-	return p
+	return sharedtest.Path(t, "data", rel)
 }
 
 func taskPath(t testing.TB, task string) string {

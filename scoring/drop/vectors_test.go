@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"tally/internal/sharedtest"
 	"testing"
 )
 
@@ -14,25 +15,7 @@ import (
 // holding go.mod), failing the test when it cannot be found.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("getwd: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(shared); err != nil {
-		t.Fatalf("shared reference directory: %v", err)
-	}
-	return shared
+	return sharedtest.Dir(t)
 }
 
 // readJSONL decodes every line of testdata/name into a T.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tally/internal/sharedtest"
 	"testing"
 
 	"tally/scoring/threec3h/pyjson"
@@ -15,20 +16,7 @@ import (
 // sharedDir returns ../shared relative to the directory holding go.mod.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("getwd: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	return sharedtest.Dir(t)
 }
 
 // equal compares decoded JSON values, NaN equal to NaN, numbers exactly.

@@ -9,26 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"tally/internal/sharedtest"
 	"testing"
 )
 
 // sharedDir returns ../shared relative to the directory holding go.mod.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("getwd: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	return sharedtest.Dir(t)
 }
 
 func nan() float64 { return math.NaN() }
