@@ -53,6 +53,8 @@ type Summary struct {
 	// Overflowed names the samples (task/id) whose prompt did not fit the
 	// model's context; they are stored with finish reason "context".
 	Overflowed []string `json:"-"`
+	// ErrorSamples lists the samples that failed, as "task/id: message".
+	ErrorSamples []string `json:"-"`
 }
 
 // result is one finished request on its way to the store.
@@ -161,6 +163,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			}
 			if g.Finish == backends.FinishContext {
 				sum.Overflowed = append(sum.Overflowed, s.it.Sample.Task+"/"+s.it.Sample.ID)
+			}
+			if g.Finish == backends.FinishError {
+				sum.ErrorSamples = append(sum.ErrorSamples, s.it.Sample.Task+"/"+s.it.Sample.ID+": "+g.Error)
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}

@@ -148,6 +148,11 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error)
 		st.Close()
 		return nil, err
 	}
+	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
+		be.Close()
+		st.Close()
+		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
+	}
 	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
 }
 
@@ -216,6 +221,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	if execErr != nil {
 		return execErr
+	}
+	sort.Strings(sum.ErrorSamples)
+	for i, e := range sum.ErrorSamples {
+		if i == 5 {
+			fmt.Fprintf(stderr, "tally: … and %d more failed samples (tally plan shows them; tally rerun retries them)\n", len(sum.ErrorSamples)-i)
+			break
+		}
+		fmt.Fprintf(stderr, "tally: sample %s\n", e)
 	}
 	sort.Strings(sum.Overflowed)
 	for i, id := range sum.Overflowed {
