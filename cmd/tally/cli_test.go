@@ -192,6 +192,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--store", db, "--model", "demo", "--tasks", "jsonl", "--data", bad}, "bad.jsonl line 2"},
 		{[]string{"run", "--store", db, "--model", "demo", "--tasks", "jsonl", "--data", badUTF}, "badutf.jsonl line 1: invalid UTF-8"},
 		{[]string{"metric", "no-such-metric"}, `unknown metric "no-such-metric"`},
+		{[]string{"run", "--store", db, "--model", sharedPath(t, "fixtures/models/llama-tiny"), "--tasks", "demo"}, "has no tokenizer.json"},
+		{[]string{"demo", "--store", db, "--set", "max_tokens"}, "want KEY=VALUE"},
 	}
 	for _, tc := range tests {
 		cmd := exec.Command(bin, tc.args...)
