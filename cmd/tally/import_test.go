@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"tally/datasets/drop"
+	"tally/report"
 	scoredrop "tally/scoring/drop"
 )
 
@@ -69,7 +70,7 @@ func TestImportCompareDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []compareRow
+	var rows []report.Row
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatalf("compare output %q: %v", out, err)
 	}

@@ -44,6 +44,7 @@ func newRoot() *cobra.Command {
 		newRescoreCmd(),
 		newImportCmd(),
 		newCompareCmd(),
+		newReportCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),

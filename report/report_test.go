@@ -1,0 +1,68 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"tally/generate"
+)
+
+func results() (*generate.Job, generate.Results) {
+	job := &generate.Job{Task: "t", Settings: []generate.StopSetting{{Name: "dot", Seqs: []string{"."}}, {Name: "nl", Seqs: []string{"\n"}}}}
+	res := generate.Results{"t": {
+		"dot": {"em": {{SampleID: "a", Value: 0, Prediction: "12"}, {SampleID: "b", Value: 1, Prediction: "x|y"}}},
+		"nl":  {"em": {{SampleID: "a", Value: 1, Prediction: "12.5"}, {SampleID: "b", Value: 1, Prediction: "<script>"}}},
+	}}
+	return job, res
+}
+
+func TestCompare(t *testing.T) {
+	job, res := results()
+	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if rows[0].Setting != "dot=." || rows[0].Diff != nil || rows[0].Mean.Estimate != 0.5 {
+		t.Errorf("first row %+v", rows[0])
+	}
+	if rows[1].Diff == nil || rows[1].Diff.Estimate != 0.5 || len(rows[1].Changed) != 1 || rows[1].Changed[0].SampleID != "a" {
+		t.Errorf("second row %+v", rows[1])
+	}
+	// Two models: columns are prefixed by the model, paired with the first.
+	rows = Compare([]*generate.Job{job}, []string{"m1", "m2"}, []generate.Results{res, res})
+	if len(rows) != 4 || rows[2].Setting != "m2 dot=." || rows[2].Diff.Estimate != 0 {
+		t.Errorf("two models: %+v", rows)
+	}
+}
+
+func TestRenderers(t *testing.T) {
+	job, res := results()
+	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	tests := []struct {
+		name   string
+		render func(*bytes.Buffer) error
+		want   []string
+		not    []string
+	}{
+		{"text", func(b *bytes.Buffer) error { return Text(b, rows, 10) }, []string{"dot=.", `nl=\n`, "+0.5000", `"12" → "12.5"`}, nil},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, "T|x", rows, 10) }, []string{"# T\\|x", "| t | em | `dot=.` | 2 | 0.5000 |"}, nil},
+		{"html", func(b *bytes.Buffer) error { return HTML(b, "<b>T</b>", rows, 10) }, []string{"<title>&lt;b&gt;T&lt;/b&gt;</title>", "12.5"}, []string{"<b>T</b>"}},
+	}
+	for _, tc := range tests {
+		var b bytes.Buffer
+		if err := tc.render(&b); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: missing %q in\n%s", tc.name, w, b.String())
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(b.String(), w) {
+				t.Errorf("%s: unescaped %q", tc.name, w)
+			}
+		}
+	}
+}
