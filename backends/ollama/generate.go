@@ -27,6 +27,7 @@ type HTTPError struct {
 	Message string
 }
 
+// Error formats the status code and the server's message.
 func (e *HTTPError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
 }
@@ -36,6 +37,7 @@ func (e *HTTPError) Error() string {
 // backend tell a 404 from a 500.
 type statusTransport struct{ base http.RoundTripper }
 
+// RoundTrip sends the request and turns an error status into *HTTPError.
 func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.StatusCode < http.StatusBadRequest {

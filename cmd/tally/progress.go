@@ -31,6 +31,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// Start announces the samples to generate.
 func (p *progress) Start(samples int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -47,6 +48,7 @@ func (p *progress) Start(samples int) {
 	}
 }
 
+// Tokens counts newly generated tokens.
 func (p *progress) Tokens(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -54,6 +56,7 @@ func (p *progress) Tokens(n int) {
 	p.report(false)
 }
 
+// SampleDone counts a finished sample.
 func (p *progress) SampleDone() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,6 +88,7 @@ func (p *progress) report(final bool) {
 	fmt.Fprintf(p.w, "%d/%d samples, %d tokens, %.1f tok/s, eta %s\n", p.done, p.total, p.tokens, tps, eta)
 }
 
+// Finish ends the bar or prints the last line.
 func (p *progress) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -156,6 +156,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error)
 	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
 }
 
+// Close releases the model and the store.
 func (s *session) Close() {
 	s.be.Close()
 	s.st.Close()

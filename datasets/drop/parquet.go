@@ -81,6 +81,7 @@ type pqRowError struct {
 	msg    string
 }
 
+// Error names the row and column.
 func (e *pqRowError) Error() string {
 	return fmt.Sprintf("row %d column %q: %s", e.row, e.column, e.msg)
 }
@@ -196,6 +197,7 @@ type pqField struct {
 	shape *pqShape
 }
 
+// String describes the shape for error messages.
 func (s *pqShape) String() string {
 	switch s.kind {
 	case pqString:
