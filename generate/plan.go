@@ -61,8 +61,8 @@ const (
 	Missing Status = "missing"
 )
 
-// Statuses lists the statuses in display order.
-var Statuses = []Status{Complete, Answerable, Continue, Failed, Missing}
+// AllStatuses lists the statuses in display order.
+func AllStatuses() []Status { return []Status{Complete, Answerable, Continue, Failed, Missing} }
 
 // Item is one sample of a plan with what it needs.
 type Item struct {

@@ -317,7 +317,7 @@ func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
 		PromptTokens: p.PromptTokens, Throughput: p.Throughput, EstimatedSeconds: p.EstimatedSeconds, Overflow: p.Overflow,
 		Tasks: map[string]map[string]counts{}}
-	for _, s := range generate.Statuses {
+	for _, s := range generate.AllStatuses() {
 		if _, ok := out.Counts[s]; !ok {
 			out.Counts[s] = 0
 		}
@@ -342,7 +342,7 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	sum := planSummary(p)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "task\tsetting")
-	for _, s := range generate.Statuses {
+	for _, s := range generate.AllStatuses() {
 		fmt.Fprintf(tw, "\t%s", s)
 	}
 	fmt.Fprintln(tw)
@@ -359,7 +359,7 @@ func printPlan(w io.Writer, p *generate.Plan) {
 		sort.Strings(sets)
 		for _, s := range sets {
 			fmt.Fprintf(tw, "%s\t%s", t, s)
-			for _, st := range generate.Statuses {
+			for _, st := range generate.AllStatuses() {
 				fmt.Fprintf(tw, "\t%d", sum.Tasks[t][s][st])
 			}
 			fmt.Fprintln(tw)
