@@ -4,6 +4,7 @@ package gomlx
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -104,5 +105,30 @@ func BenchmarkLlama100M(b *testing.B) {
 			defer m.Close()
 			benchDecode(b, m, batch, 512, 128)
 		})
+	}
+}
+
+// BenchmarkDecodeCacheLength decodes 32 new tokens after prompts of 16,
+// 1000 and 3000 tokens with a small random Llama-shaped model (hidden 256,
+// 4 layers, 4/2 heads, head_dim 64, MLP 704, vocab 4096) at batch 1 and 8,
+// showing how decode speed falls with the cache length.
+func BenchmarkDecodeCacheLength(b *testing.B) {
+	cfg := Config{
+		ModelType: "llama", VocabSize: 4096, HiddenSize: 256, IntermediateSize: 704,
+		NumLayers: 4, NumHeads: 4, NumKVHeads: 2, HeadDim: 64, MaxPositionEmbeddings: 4096,
+		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 4),
+		HiddenAct: "silu", BOSTokenID: -1,
+	}
+	for _, batch := range []int{1, 8} {
+		for _, prompt := range []int{16, 1000, 3000} {
+			b.Run(fmt.Sprintf("batch%d/prompt%d", batch, prompt), func(b *testing.B) {
+				m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				benchDecode(b, m, batch, prompt, 32)
+			})
+		}
 	}
 }

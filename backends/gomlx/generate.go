@@ -57,12 +57,13 @@ func cacheLength(n int) int {
 	return (n + step - 1) / step * step
 }
 
-// newCache allocates zeroed K/V caches [batch, length, kvHeads, headDim].
+// newCache allocates zeroed K/V caches of batch rows and length tokens,
+// laid out as cacheDims says.
 func (m *Model) newCache(batch, length int) []*tensors.Tensor {
 	c := m.cfg
 	out := make([]*tensors.Tensor, 2*c.NumLayers)
 	for i := range out {
-		out[i] = tensors.FromShape(shapesF32(batch, length, c.NumKVHeads, c.HeadDim))
+		out[i] = tensors.FromShape(shapesF32(cacheDims(c, batch, length, i%2 == 1)...))
 	}
 	return out
 }

@@ -167,9 +167,9 @@ func rope(x, cos, sin *Node) *Node {
 // buildStep builds and compiles the graph for key k. Parameters: the
 // weights, then tokens [R,C] int32, positions [R,C] int32, valid [R,C] bool,
 // then (prefill only) slots [R] int32, clear [B] bool, last [R] int32, then
-// the caches (K and V per layer, each [B,T,kvHeads,headDim]). Outputs:
-// decode: next ids [B] int32; prefill: logits [R,V] (or [R,C,V] when
-// k.All); then the updated caches.
+// the caches (K and V per layer, see cacheDims). Outputs: decode: next
+// ids [B] int32; prefill: logits [R,V] (or [R,C,V] when k.All); then the
+// updated caches.
 func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float32, k graphKey) (g *Graph, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -202,7 +202,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	}
 	caches := make([]*Node, 2*c.NumLayers)
 	for i := range caches {
-		caches[i] = Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, B, T, kvH, hd))
+		caches[i] = Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, cacheDims(c, B, T, i%2 == 1)...))
 	}
 
 	// Scatter indices (slot, position) for the new keys and values.
@@ -255,24 +255,30 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 			ck = Where(clear, zero, ck)
 			cv = Where(clear, zero, cv)
 		}
-		ck = ScatterSum(ck, scatterIdx, kk, false, false)
-		cv = ScatterSum(cv, scatterIdx, vv, false, false)
+		// The (slot, position) index pairs address axes 0 and 2 of the
+		// keys [B,kvH,T,hd] and axes 0 and 3 of the values [B,kvH,hd,T];
+		// each update is a [kvH,hd] window (axes 2, 3 of kk and vv).
+		ck = BackendScatterSum(ck, scatterIdx, kk, 2, []int{2, 3}, []int{0, 2}, []int{0, 2}, false, false)
+		cv = BackendScatterSum(cv, scatterIdx, vv, 2, []int{2, 3}, []int{0, 3}, []int{0, 3}, false, false)
 		newCaches[2*l], newCaches[2*l+1] = ck, cv
 		keys, vals := ck, cv
 		if TK < T {
-			keys = Slice(keys, AxisRange(), AxisRange(0, TK))
-			vals = Slice(vals, AxisRange(), AxisRange(0, TK))
+			keys = Slice(keys, AxisRange(), AxisRange(), AxisRange(0, TK))
+			vals = Slice(vals, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, TK))
 		}
 		if !k.Decode {
 			idx := ExpandAxes(slots, -1)
-			keys = Gather(keys, idx) // [R,TK,kvH,hd]
-			vals = Gather(vals, idx)
+			keys = Gather(keys, idx) // [R,kvH,TK,hd]
+			vals = Gather(vals, idx) // [R,kvH,hd,TK]
 		}
+		// Both products take the cache operand in the [batch, cross,
+		// contracting] order the pure-Go backend computes in, so it is
+		// read in place rather than transposed every step.
 		q5 := Reshape(q, R, C, kvH, G, hd)
-		scores := DotGeneral(q5, []int{4}, []int{0, 2}, keys, []int{3}, []int{0, 2}) // [R,kvH,C,G,T]
+		scores := DotGeneral(q5, []int{4}, []int{0, 2}, keys, []int{3}, []int{0, 1}) // [R,kvH,C,G,TK]
 		scores = Add(MulScalar(scores, scale), maskFor(c.SlidingWindow[l]))
 		probs := Softmax(scores, -1)
-		att := DotGeneral(probs, []int{4}, []int{0, 1}, vals, []int{1}, []int{0, 2}) // [R,kvH,C,G,hd]
+		att := DotGeneral(probs, []int{4}, []int{0, 1}, vals, []int{3}, []int{0, 1}) // [R,kvH,C,G,hd]
 		att = Reshape(TransposeAllAxes(att, 0, 2, 1, 3, 4), R, C, H*hd)
 		x = Add(x, linear(att, lp.o, lp.oBias))
 
@@ -304,7 +310,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 
 // buildCopy builds and compiles the cache-copy graph for key k (k.Copy).
 // Parameters: src [B] int32 and keep [B] int32, then the caches (K and V
-// per layer, each [B,T,kvHeads,headDim]). Each output cache row b holds
+// per layer, see cacheDims). Each output cache row b holds
 // positions t < keep[b] of input row src[b] and zeros after them: a row
 // with src[b] == b and keep[b] == T is unchanged; a row that takes a shared
 // prefix of length P from slot s has src s and keep P, and its positions
@@ -326,14 +332,35 @@ func buildCopy(backend mlbackends.Backend, c Config, k graphKey) (g *Graph, err 
 	keep := Parameter(g, "keep", shapes.Make(i32, B))
 	pos := Iota(g, shapes.Make(i32, B, T), 1)
 	mask := LessThan(pos, BroadcastToDims(ExpandAxes(keep, -1), B, T)) // [B,T]
-	mask = BroadcastToDims(Reshape(mask, B, T, 1, 1), B, T, c.NumKVHeads, c.HeadDim)
+	kvH, hd := c.NumKVHeads, c.HeadDim
+	kMask := BroadcastToDims(Reshape(mask, B, 1, T, 1), B, kvH, T, hd)
+	vMask := BroadcastToDims(Reshape(mask, B, 1, 1, T), B, kvH, hd, T)
 	zero := ScalarZero(g, dtypes.Float32)
 	idx := ExpandAxes(src, -1) // [B,1]
 	outputs := make([]*Node, 2*c.NumLayers)
 	for i := range outputs {
-		cache := Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, B, T, c.NumKVHeads, c.HeadDim))
+		values := i%2 == 1
+		cache := Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, cacheDims(c, B, T, values)...))
+		mask := kMask
+		if values {
+			mask = vMask
+		}
 		outputs[i] = Where(mask, Gather(cache, idx), zero)
 	}
 	g.Compile(outputs...)
 	return g, nil
+}
+
+// cacheDims is the layout of one layer's cache of batch rows and length
+// tokens: keys [B,kvHeads,T,headDim], values [B,kvHeads,headDim,T]. With
+// the cache row and KV head leading and the contracted axis last, both
+// attention products (q·kᵀ contracts headDim, p·v contracts T) read the
+// cache in the [batch, cross, contracting] order of the pure-Go backend's
+// DotGeneral, which otherwise transposes a copy of the whole cache on every
+// decode step.
+func cacheDims(c Config, batch, length int, values bool) []int {
+	if values {
+		return []int{batch, c.NumKVHeads, c.HeadDim, length}
+	}
+	return []int{batch, c.NumKVHeads, length, c.HeadDim}
 }
