@@ -69,6 +69,7 @@ type RopeScaling struct {
 // intList decodes a JSON int, list of ints, or null.
 type intList []int
 
+// UnmarshalJSON accepts a single integer or a list of integers.
 func (l *intList) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if bytes.Equal(b, []byte("null")) {

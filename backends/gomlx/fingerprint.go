@@ -94,6 +94,7 @@ type ctxReader struct {
 	r   io.Reader
 }
 
+// Read reads from the file unless the context is done.
 func (c ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err

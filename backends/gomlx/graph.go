@@ -25,6 +25,7 @@ type graphKey struct {
 	All    bool
 }
 
+// String names the graph for logs and compile counts.
 func (k graphKey) String() string {
 	if k.Copy {
 		return fmt.Sprintf("copy_b%d_t%d", k.Batch, k.Cache)

@@ -25,5 +25,8 @@ type StreamTokenizer interface {
 // produces no text.
 type idStream struct{}
 
+// Next produces no text.
 func (idStream) Next(int) string { return "" }
-func (idStream) Flush() string   { return "" }
+
+// Flush produces no text.
+func (idStream) Flush() string { return "" }

@@ -16,6 +16,7 @@ func (t hfTokenizer) NewStream(skipSpecial bool) TextStream {
 
 type hfStream struct{ d *tokenizer.StreamDecoder }
 
+// Next returns the text completed by id (a decode error yields no text).
 func (s hfStream) Next(id int) string {
 	text, err := s.d.Next(id)
 	if err != nil {
@@ -24,6 +25,7 @@ func (s hfStream) Next(id int) string {
 	return text
 }
 
+// Flush returns the text still held back.
 func (s hfStream) Flush() string { return s.d.Flush() }
 
 // WrapTokenizer makes a StreamTokenizer of a tokenizer.Tokenizer.
