@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -488,5 +489,42 @@ func BenchmarkPlan100k(b *testing.B) {
 		if err != nil || p.Counts[Answerable] != 100000 {
 			b.Fatal(err, p.Counts)
 		}
+	}
+}
+
+// TestUnscorableDoesNotStopTheRun: a metric that raises on some predictions
+// (as L-Eval's reference does on sci_fi outputs without "[fact:") leaves
+// those pairs out of its mean, records them, and the run completes.
+func TestUnscorableDoesNotStopTheRun(t *testing.T) {
+	st := openStore(t)
+	job := newJob(20, 16, dot)
+	job.Score = func(pred string, s datasets.Sample) (map[string]float64, error) {
+		if s.ID < "s005" {
+			return nil, fmt.Errorf("reference raises")
+		}
+		return map[string]float64{"len": float64(len(pred))}, nil
+	}
+	p, sum := runJobs(t, st, &fakeModel{slots: 2}, job)
+	if len(sum.Unscorable) != 5 || !strings.Contains(sum.Unscorable[0], "reference raises") {
+		t.Fatalf("unscorable %v", sum.Unscorable)
+	}
+	res, err := ReadResults(context.Background(), st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res["t"]["dot"]["len"]); n != 15 {
+		t.Errorf("%d samples scored, want 15", n)
+	}
+	if n := len(res["t"]["dot"][Unscorable]); n != 5 {
+		t.Errorf("%d unscorable rows, want 5", n)
+	}
+	// Rescoring from a fresh plan reports the same pairs.
+	p2, err := MakePlan(context.Background(), st, &fakeModel{slots: 2}, []*Job{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, uns, err := Rescore(context.Background(), st, p2, 0)
+	if err != nil || n != 20 || len(uns) != 5 {
+		t.Errorf("rescore: %d %v %v", n, uns, err)
 	}
 }

@@ -55,6 +55,9 @@ type Summary struct {
 	Overflowed []string `json:"-"`
 	// ErrorSamples lists the samples that failed, as "task/id: message".
 	ErrorSamples []string `json:"-"`
+	// Unscorable lists the (sample, setting) pairs a metric could not
+	// score, with the metric's error.
+	Unscorable []string `json:"-"`
 }
 
 // result is one finished request on its way to the store.
@@ -86,9 +89,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		sum.GenerationsReused++
 		for k, stt := range it.Statuses {
 			if stt == Answerable {
-				sc, err := scoreSetting(it, it.Stored, k, opt.RunID)
-				if err != nil {
-					return sum, err
+				sc, warn := scoreSetting(it, it.Stored, k, opt.RunID)
+				if warn != "" {
+					sum.Unscorable = append(sum.Unscorable, warn)
 				}
 				scores = append(scores, sc...)
 			}
@@ -106,8 +109,8 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	}
 	genStart := time.Now()
 	results := make(chan result, 256)
-	writeErr := make(chan error, 1)
-	go func() { writeErr <- writeResults(st, results, opt) }()
+	written := make(chan writeOutcome, 1)
+	go func() { written <- writeResults(st, results, opt) }()
 
 	reqs := make([]backends.Request, len(work))
 	states := make([]*reqState, len(work))
@@ -181,7 +184,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		genErr = be.Generate(ctx, reqs, sink)
 	}
 	close(results)
-	werr := <-writeErr
+	wo := <-written
+	werr := wo.err
+	sum.Unscorable = append(sum.Unscorable, wo.unscorable...)
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()
 	if genErr == nil {
@@ -259,13 +264,20 @@ func sharedStops(settings []StopSetting) []string {
 	return out
 }
 
-func writeResults(st *store.Store, results <-chan result, opt Options) error {
+// writeOutcome is what the writer reports when the results are drained.
+type writeOutcome struct {
+	err        error
+	unscorable []string
+}
+
+func writeResults(st *store.Store, results <-chan result, opt Options) writeOutcome {
 	// Commits use a context of their own: on Ctrl-C the finished work is
 	// still written.
 	ctx := context.Background()
 	var gens []store.Generation
 	var scores []store.Score
 	var firstErr error
+	var unscorable []string
 	flush := func() {
 		if len(gens) == 0 {
 			return
@@ -282,14 +294,14 @@ func writeResults(st *store.Store, results <-chan result, opt Options) error {
 		case r, ok := <-results:
 			if !ok {
 				flush()
-				return firstErr
+				return writeOutcome{firstErr, unscorable}
 			}
 			gens = append(gens, r.gen)
 			if r.gen.Finish != backends.FinishError {
 				for k := range r.it.Job.Settings {
-					sc, err := scoreSetting(r.it, &r.gen, k, opt.RunID)
-					if err != nil && firstErr == nil {
-						firstErr = err
+					sc, warn := scoreSetting(r.it, &r.gen, k, opt.RunID)
+					if warn != "" {
+						unscorable = append(unscorable, warn)
 					}
 					scores = append(scores, sc...)
 				}
@@ -303,26 +315,35 @@ func writeResults(st *store.Store, results <-chan result, opt Options) error {
 	}
 }
 
-// scoreSetting scores a generation under setting k of its job.
-func scoreSetting(it *Item, g *store.Generation, k int, runID int64) ([]store.Score, error) {
+// Unscorable is the score stored for a (sample, setting) whose prediction
+// the metric's reference cannot score (the reference raises): the run goes
+// on, the sample is left out of that metric's mean, and this score (value
+// 1) counts such samples.
+const Unscorable = "unscorable"
+
+// scoreSetting scores a generation under setting k of its job. A scorer
+// error does not stop the run: the pair gets an Unscorable score and warn
+// describes the error.
+func scoreSetting(it *Item, g *store.Generation, k int, runID int64) (scores []store.Score, warn string) {
 	set := it.Job.Settings[k]
 	budget := it.Job.MaxTokens
 	pred, ok, _ := Truncate(g, set, budget)
 	if !ok {
 		// The generation still cannot answer (it ended early on a stop that
 		// only other settings share); leave it for a continuation.
-		return nil, nil
+		return nil, ""
 	}
 	vals, err := it.Job.Score(pred, *it.Sample)
 	if err != nil {
-		return nil, fmt.Errorf("score %s/%s under %s: %w", it.Sample.Task, it.Sample.ID, set.Name, err)
+		vals = map[string]float64{Unscorable: 1}
+		warn = fmt.Sprintf("%s/%s under %s: %v", it.Sample.Task, it.Sample.ID, set.Name, err)
 	}
 	out := make([]store.Score, 0, len(vals))
 	for m, v := range vals {
 		out = append(out, store.Score{GenKey: g.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, Setting: set.Name,
 			SettingKey: set.Key(), Budget: budget, Metric: m, Value: v, Prediction: pred, RunID: runID})
 	}
-	return out, nil
+	return out, warn
 }
 
 // Results reads the scores of the plan's items from the store: per task,
@@ -410,18 +431,18 @@ func (r Results) Metrics(task string) []string {
 
 // Rescore recomputes the scores of every (sample, setting) that a stored
 // generation answers, with no model work, replacing stored scores. It
-// returns how many (sample, setting) pairs were scored.
-func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (int, error) {
+// returns how many (sample, setting) pairs were scored, and the pairs the
+// metrics could not score.
+func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (n int, unscorable []string, err error) {
 	var scores []store.Score
-	n := 0
 	for _, it := range p.Items {
 		if it.Stored == nil || it.Stored.Finish == backends.FinishError {
 			continue
 		}
 		for k := range it.Job.Settings {
-			sc, err := scoreSetting(it, it.Stored, k, runID)
-			if err != nil {
-				return n, err
+			sc, warn := scoreSetting(it, it.Stored, k, runID)
+			if warn != "" {
+				unscorable = append(unscorable, warn)
 			}
 			if len(sc) > 0 {
 				n++
@@ -430,7 +451,7 @@ func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (int, e
 		}
 	}
 	if err := st.PutScores(ctx, scores); err != nil {
-		return 0, fmt.Errorf("rescore: %w", err)
+		return 0, nil, fmt.Errorf("rescore: %w", err)
 	}
-	return n, nil
+	return n, unscorable, nil
 }

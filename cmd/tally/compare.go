@@ -110,9 +110,11 @@ func collect(ctx context.Context, s *session, models []string, bes []backends.Ba
 			return nil, err
 		}
 		if rescore {
-			if _, err := generate.Rescore(ctx, s.st, p, 0); err != nil {
+			_, unscorable, err := generate.Rescore(ctx, s.st, p, 0)
+			if err != nil {
 				return nil, err
 			}
+			warnUnscorable(stderr, unscorable)
 		}
 		if pending := p.Counts[generate.Continue] + p.Counts[generate.Missing] + p.Counts[generate.Failed]; pending > 0 {
 			fmt.Fprintf(stderr, "note: %s: %d (sample, setting) pairs need model work and are left out; run `tally run` with the same flags first\n", models[i], pending)

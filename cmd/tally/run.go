@@ -223,6 +223,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if execErr != nil {
 		return execErr
 	}
+	warnUnscorable(stderr, sum.Unscorable)
 	sort.Strings(sum.ErrorSamples)
 	for i, e := range sum.ErrorSamples {
 		if i == 5 {
@@ -251,6 +252,19 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printScores(stdout, s.jobs, res)
 	return nil
+}
+
+// warnUnscorable names, on stderr, the (sample, setting) pairs a metric
+// could not score (at most 5, then a count).
+func warnUnscorable(w io.Writer, pairs []string) {
+	sort.Strings(pairs)
+	for i, u := range pairs {
+		if i == 5 {
+			fmt.Fprintf(w, "tally: … and %d more unscorable (stored as metric %q)\n", len(pairs)-i, generate.Unscorable)
+			break
+		}
+		fmt.Fprintf(w, "tally: unscorable, left out of the means: %s\n", u)
+	}
 }
 
 func countCells(p *generate.Plan) int {
@@ -418,10 +432,11 @@ func newPlanCmd() *cobra.Command {
 func newRescoreCmd() *cobra.Command {
 	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work",
 		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
-			n, err := generate.Rescore(ctx, s.st, p, 0)
+			n, unscorable, err := generate.Rescore(ctx, s.st, p, 0)
 			if err != nil {
 				return err
 			}
+			warnUnscorable(stderr, unscorable)
 			res, err := generate.ReadResults(ctx, s.st, p)
 			if err != nil {
 				return err
