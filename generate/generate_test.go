@@ -231,6 +231,9 @@ func TestFailedAndContext(t *testing.T) {
 	if sum.Errors != 3 {
 		t.Errorf("errors %d, want 3 (2 failures, 1 context)", sum.Errors)
 	}
+	if len(sum.Overflowed) != 1 || len(sum.ErrorSamples) != 2 {
+		t.Errorf("overflowed %v, failed %v", sum.Overflowed, sum.ErrorSamples)
+	}
 	p, err := MakePlan(ctx, st, be, []*Job{job})
 	if err != nil {
 		t.Fatal(err)

@@ -160,7 +160,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				sum.GenerationsNew++
 			}
 			sum.GeneratedTokens += max(newTok, 0)
-			sum.PromptTokens += ev.PromptTokens
+			if g.Finish != backends.FinishContext { // an overflowing prompt is never prefilled
+				sum.PromptTokens += ev.PromptTokens
+			}
 			if g.Finish == backends.FinishError || g.Finish == backends.FinishContext {
 				sum.Errors++
 			}
