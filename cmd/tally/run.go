@@ -420,13 +420,46 @@ func plannedCommand(use, short string, do func(ctx context.Context, f *runFlags,
 
 func newPlanCmd() *cobra.Command {
 	return plannedCommand("plan", "Show, before any model work, what a run would reuse, continue, retry and generate",
-		func(_ context.Context, f *runFlags, _ *session, p *generate.Plan, stdout, _ io.Writer) error {
+		func(_ context.Context, f *runFlags, s *session, p *generate.Plan, stdout, _ io.Writer) error {
+			mem := memoryPlan(s.be, p)
 			if f.json {
-				return writeJSON(stdout, planSummary(p))
+				return writeJSON(stdout, struct {
+					planJSON
+					Memory string `json:"memory,omitempty"`
+				}{planSummary(p), mem})
 			}
 			printPlan(stdout, p)
+			if mem != "" {
+				fmt.Fprintf(stdout, "memory: %s\n", mem)
+			}
 			return nil
 		})
+}
+
+// memoryPlan describes how the native backend would lay out the plan's work
+// in memory (batch, cache length, prefill chunk), or why it does not fit;
+// "" for other backends or no work.
+func memoryPlan(be backends.Backend, p *generate.Plan) string {
+	m, ok := be.(*gomlx.Model)
+	if !ok {
+		return ""
+	}
+	longest, budget := 0, 0
+	for _, it := range p.Work() {
+		n := len(it.PromptIDs)
+		if it.Continue {
+			n += it.Stored.NTokens
+		}
+		longest, budget = max(longest, n), max(budget, it.NewTokens)
+	}
+	if longest == 0 {
+		return ""
+	}
+	mp, err := m.MemoryPlan(longest, budget)
+	if err != nil {
+		return err.Error()
+	}
+	return mp.String()
 }
 
 func newRescoreCmd() *cobra.Command {
