@@ -291,7 +291,8 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 
 // addFewShot prefixes each prompt with n solved examples drawn with a
 // seeded generator from the other samples, preferring ones with another
-// share key (another passage), in a fixed order per sample.
+// share key (another passage), in a fixed order per sample. Draws are by
+// rejection, so a task of N samples costs O(N·n), not O(N²).
 func addFewShot(samples []datasets.Sample, targets []string, n int, sep string, seed uint64) {
 	base := make([]string, len(samples))
 	for i := range samples {
@@ -299,22 +300,24 @@ func addFewShot(samples []datasets.Sample, targets []string, n int, sep string, 
 	}
 	for i := range samples {
 		r := rand.New(rand.NewPCG(seed, uint64(i)))
-		var other, same []int
-		for j := range samples {
-			if j == i {
+		chosen := map[int]bool{}
+		var shots []int
+		// Prefer other share keys; after many misses (few other keys
+		// left), accept any other sample.
+		for tries := 0; len(shots) < min(n, len(samples)-1); tries++ {
+			j := r.IntN(len(samples))
+			if j == i || chosen[j] {
 				continue
 			}
-			if samples[j].ShareKey != "" && samples[j].ShareKey == samples[i].ShareKey {
-				same = append(same, j)
-			} else {
-				other = append(other, j)
+			same := samples[j].ShareKey != "" && samples[j].ShareKey == samples[i].ShareKey
+			if same && tries < 64*n {
+				continue
 			}
+			chosen[j] = true
+			shots = append(shots, j)
 		}
-		r.Shuffle(len(other), func(a, b int) { other[a], other[b] = other[b], other[a] })
-		r.Shuffle(len(same), func(a, b int) { same[a], same[b] = same[b], same[a] })
-		pool := append(other, same...)
-		var parts []string
-		for _, j := range pool[:min(n, len(pool))] {
+		parts := make([]string, 0, len(shots)+1)
+		for _, j := range shots {
 			parts = append(parts, base[j]+targets[j])
 		}
 		parts = append(parts, base[i])

@@ -155,6 +155,12 @@ func TestDropFewShot(t *testing.T) {
 	if strings.Count(p, "Passage: ") != 4 || !strings.HasSuffix(p, "\nAnswer:") || strings.Count(p, "\n\nPassage: ") != 3 {
 		t.Errorf("3-shot prompt malformed:\n%s", p)
 	}
+	// Shots come from the other passage: this sample's own passage appears once.
+	own := p[strings.LastIndex(p, "Passage: "):]
+	own = own[:strings.Index(own, "\nQuestion:")]
+	if strings.Count(p, own) != 1 {
+		t.Errorf("a shot repeats the sample's own passage")
+	}
 	again, _ := c.Load(LoadOptions{Data: shared(t, "data/drop/drop_dataset_dev.subset.json")})
 	if again.Samples[0].Prompt != p {
 		t.Error("few-shot draw is not deterministic")
