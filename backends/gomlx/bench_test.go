@@ -132,3 +132,58 @@ func BenchmarkDecodeCacheLength(b *testing.B) {
 		}
 	}
 }
+
+// benchPrefill prefills batch random prompts of promptLen ids per
+// iteration (one new token each, so decode is negligible) and reports
+// prompt tokens/s.
+func benchPrefill(b *testing.B, m *Model, batch, promptLen int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var reqs []backends.Request
+	for i := range batch {
+		ids := make([]int, promptLen)
+		for j := range ids {
+			ids[j] = rng.IntN(m.Config().VocabSize)
+		}
+		reqs = append(reqs, backends.Request{Index: i, PromptIDs: ids, MaxTokens: 1})
+	}
+	ctx := context.Background()
+	// Warm up: compile every graph outside the timed loop.
+	if err := m.Generate(ctx, reqs, func(backends.Event) bool { return true }); err != nil {
+		b.Fatal(err)
+	}
+	var elapsed time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := m.Generate(ctx, reqs, func(backends.Event) bool { return true }); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*batch*promptLen)/elapsed.Seconds(), "prefill_tok/s")
+	reportRSS(b)
+}
+
+// BenchmarkPrefillLength prefills prompts of 16, 1000 and 3000 tokens with
+// the model of BenchmarkDecodeCacheLength at batch 1 and 8.
+func BenchmarkPrefillLength(b *testing.B) {
+	cfg := Config{
+		ModelType: "llama", VocabSize: 4096, HiddenSize: 256, IntermediateSize: 704,
+		NumLayers: 4, NumHeads: 4, NumKVHeads: 2, HeadDim: 64, MaxPositionEmbeddings: 4096,
+		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 4),
+		HiddenAct: "silu", BOSTokenID: -1,
+	}
+	for _, batch := range []int{1, 8} {
+		for _, prompt := range []int{16, 1000, 3000} {
+			b.Run(fmt.Sprintf("batch%d/prompt%d", batch, prompt), func(b *testing.B) {
+				m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				benchPrefill(b, m, batch, prompt)
+			})
+		}
+	}
+}
