@@ -25,15 +25,7 @@ func reportRSS(b *testing.B) {
 // random ids per iteration and reports decode tokens/s (prefill excluded),
 // prefill tokens/s and compilations.
 func benchDecode(b *testing.B, m *Model, batch, promptLen, newTokens int) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var reqs []backends.Request
-	for i := range batch {
-		ids := make([]int, promptLen)
-		for j := range ids {
-			ids[j] = rng.IntN(m.Config().VocabSize)
-		}
-		reqs = append(reqs, backends.Request{Index: i, PromptIDs: ids, MaxTokens: newTokens})
-	}
+	reqs := randomRequests(m, batch, promptLen, newTokens)
 	ctx := context.Background()
 	// Warm up: compile every graph outside the timed loop.
 	if err := m.Generate(ctx, reqs, func(backends.Event) bool { return true }); err != nil {
@@ -85,24 +77,39 @@ func BenchmarkDemoDecode(b *testing.B) {
 	}
 }
 
+// llamaConfig is a random-weight Llama-shaped config for benchmarks.
+func llamaConfig(vocab, hidden, inter, layers, heads, kvHeads, ctx int) Config {
+	return Config{
+		ModelType: "llama", VocabSize: vocab, HiddenSize: hidden, IntermediateSize: inter,
+		NumLayers: layers, NumHeads: heads, NumKVHeads: kvHeads, HeadDim: hidden / heads, MaxPositionEmbeddings: ctx,
+		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, layers),
+		HiddenAct: "silu", BOSTokenID: -1,
+	}
+}
+
+// randomModel builds a model of cfg with seeded random weights.
+func randomModel(b *testing.B, cfg Config, batch int) *Model {
+	m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}
+
+// smallConfig is the model of BenchmarkDecodeCacheLength and
+// BenchmarkPrefillLength.
+func smallConfig() Config { return llamaConfig(4096, 256, 704, 4, 4, 2, 4096) }
+
 // BenchmarkLlama100M decodes with a random Llama-shaped model of about 100M
 // parameters (hidden 768, 12 layers, 12/4 heads, MLP 2048, vocab 16000):
 // prompt 512, 128 new tokens. It is slow on the pure-Go backend.
 func BenchmarkLlama100M(b *testing.B) {
-	cfg := Config{
-		ModelType: "llama", VocabSize: 16000, HiddenSize: 768, IntermediateSize: 2048,
-		NumLayers: 12, NumHeads: 12, NumKVHeads: 4, HeadDim: 64, MaxPositionEmbeddings: 2048,
-		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 12),
-		HiddenAct: "silu", BOSTokenID: -1,
-	}
+	cfg := llamaConfig(16000, 768, 2048, 12, 12, 4, 2048)
 	b.Logf("parameters: %.1fM", float64(cfg.Params())/1e6)
 	for _, batch := range []int{1, 8} {
 		b.Run(map[int]string{1: "batch1", 8: "batch8"}[batch], func(b *testing.B) {
-			m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
+			m := randomModel(b, cfg, batch)
 			benchDecode(b, m, batch, 512, 128)
 		})
 	}
@@ -113,39 +120,36 @@ func BenchmarkLlama100M(b *testing.B) {
 // 4 layers, 4/2 heads, head_dim 64, MLP 704, vocab 4096) at batch 1 and 8,
 // showing how decode speed falls with the cache length.
 func BenchmarkDecodeCacheLength(b *testing.B) {
-	cfg := Config{
-		ModelType: "llama", VocabSize: 4096, HiddenSize: 256, IntermediateSize: 704,
-		NumLayers: 4, NumHeads: 4, NumKVHeads: 2, HeadDim: 64, MaxPositionEmbeddings: 4096,
-		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 4),
-		HiddenAct: "silu", BOSTokenID: -1,
-	}
+	cfg := smallConfig()
 	for _, batch := range []int{1, 8} {
 		for _, prompt := range []int{16, 1000, 3000} {
 			b.Run(fmt.Sprintf("batch%d/prompt%d", batch, prompt), func(b *testing.B) {
-				m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.Close()
+				m := randomModel(b, cfg, batch)
 				benchDecode(b, m, batch, prompt, 32)
 			})
 		}
 	}
 }
 
-// benchPrefill prefills batch random prompts of promptLen ids per
-// iteration (one new token each, so decode is negligible) and reports
-// prompt tokens/s.
-func benchPrefill(b *testing.B, m *Model, batch, promptLen int) {
+// randomRequests makes batch requests of promptLen seeded random ids.
+func randomRequests(m *Model, batch, promptLen, maxTokens int) []backends.Request {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var reqs []backends.Request
-	for i := range batch {
+	reqs := make([]backends.Request, batch)
+	for i := range reqs {
 		ids := make([]int, promptLen)
 		for j := range ids {
 			ids[j] = rng.IntN(m.Config().VocabSize)
 		}
-		reqs = append(reqs, backends.Request{Index: i, PromptIDs: ids, MaxTokens: 1})
+		reqs[i] = backends.Request{Index: i, PromptIDs: ids, MaxTokens: maxTokens}
 	}
+	return reqs
+}
+
+// benchPrefill prefills batch random prompts of promptLen ids per
+// iteration (one new token each, so decode is negligible) and reports
+// prompt tokens/s.
+func benchPrefill(b *testing.B, m *Model, batch, promptLen int) {
+	reqs := randomRequests(m, batch, promptLen, 1)
 	ctx := context.Background()
 	// Warm up: compile every graph outside the timed loop.
 	if err := m.Generate(ctx, reqs, func(backends.Event) bool { return true }); err != nil {
@@ -168,20 +172,11 @@ func benchPrefill(b *testing.B, m *Model, batch, promptLen int) {
 // BenchmarkPrefillLength prefills prompts of 16, 1000 and 3000 tokens with
 // the model of BenchmarkDecodeCacheLength at batch 1 and 8.
 func BenchmarkPrefillLength(b *testing.B) {
-	cfg := Config{
-		ModelType: "llama", VocabSize: 4096, HiddenSize: 256, IntermediateSize: 704,
-		NumLayers: 4, NumHeads: 4, NumKVHeads: 2, HeadDim: 64, MaxPositionEmbeddings: 4096,
-		RMSNormEps: 1e-5, RopeTheta: 10000, Rope: RopeScaling{Type: "default"}, SlidingWindow: make([]int, 4),
-		HiddenAct: "silu", BOSTokenID: -1,
-	}
+	cfg := smallConfig()
 	for _, batch := range []int{1, 8} {
 		for _, prompt := range []int{16, 1000, 3000} {
 			b.Run(fmt.Sprintf("batch%d/prompt%d", batch, prompt), func(b *testing.B) {
-				m, err := newModel(cfg, layout{}, randomWeights(cfg, 7), nil, Options{MaxBatch: batch})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.Close()
+				m := randomModel(b, cfg, batch)
 				benchPrefill(b, m, batch, prompt)
 			})
 		}
