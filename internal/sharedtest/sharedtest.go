@@ -4,8 +4,12 @@
 package sharedtest
 
 import (
+	"bufio"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +46,31 @@ func Path(tb testing.TB, elem ...string) string {
 		tb.Fatalf("shared file missing: %v", err)
 	}
 	return p
+}
+
+// ReadLines calls fn with each line of a file (gunzipped when it ends in
+// .gz), failing the test on any read error. Lines may be up to 16 MiB.
+func ReadLines(tb testing.TB, path string, fn func(line []byte)) {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatalf("opening %s: %v", path, err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			tb.Fatalf("gunzip %s: %v", path, err)
+		}
+		r = z
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
+	for sc.Scan() {
+		fn(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("reading %s: %v", path, err)
+	}
 }

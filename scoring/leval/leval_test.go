@@ -1,14 +1,10 @@
 package leval
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -25,27 +21,7 @@ func sharedDir(t testing.TB) string {
 // readLines calls fn for each line of a JSONL file, gunzipping .gz files.
 func readLines(t testing.TB, path string, fn func([]byte)) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatalf("gunzip %s: %v", path, err)
-		}
-		r = z
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
-	for sc.Scan() {
-		fn(sc.Bytes())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
+	sharedtest.ReadLines(t, path, fn)
 }
 
 // predRow is one line of an L-Eval prediction file.

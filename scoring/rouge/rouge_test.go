@@ -1,12 +1,8 @@
 package rouge
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -20,29 +16,10 @@ func sharedDir(t testing.TB) string {
 	return sharedtest.Dir(t)
 }
 
-func readJSONL(t testing.TB, path string, fn func(line []byte)) {
+// readJSONL calls fn for each line of a JSONL file, gunzipping .gz files.
+func readJSONL(t testing.TB, path string, fn func([]byte)) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("opening %s: %v", path, err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatalf("gunzip %s: %v", path, err)
-		}
-		r = z
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<24)
-	for sc.Scan() {
-		fn(sc.Bytes())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
+	sharedtest.ReadLines(t, path, fn)
 }
 
 type want map[string][3]float64
