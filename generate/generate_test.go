@@ -238,8 +238,26 @@ func TestFailedAndContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Counts[Failed] != 2 {
-		t.Errorf("counts %v, want 2 failed", p.Counts)
+	if p.Counts[Failed] != 3 {
+		t.Errorf("counts %v, want 3 failed (2 errors, 1 context overflow)", p.Counts)
+	}
+	res, err := ReadResults(ctx, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Counts()["t"]["dot"]; c.Scored != 9 || c.Failed != 3 {
+		t.Errorf("counts %+v, want 9 scored, 3 failed", c)
+	}
+	if f := res.Failures(); len(f) != 3 || !strings.Contains(strings.Join(f, "\n"), "exceeds the model's context") {
+		t.Errorf("failures %v", f)
+	}
+	// Failed samples enter the mean as 0.
+	var sum9 float64
+	for _, x := range res["t"]["dot"]["len"] {
+		sum9 += x.Value
+	}
+	if got := float64(res.Means()["t"]["dot"]["len"]); got != sum9/12 {
+		t.Errorf("mean %v, want %v (failed as 0 over 12)", got, sum9/12)
 	}
 	// The rerun retries exactly the failed ones.
 	be.fail = nil

@@ -16,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -41,6 +42,10 @@ type Job struct {
 	Settings  []StopSetting
 	MaxTokens int
 	Score     Scorer
+	// Spec identifies the scoring (metrics and their versions, and the
+	// task fields that can change a score; tasks.Config.ScoringSpec): it
+	// enters every score's digest, so a change recomputes the scores.
+	Spec string
 }
 
 // Status is the state of one (sample, stop setting) before a run.
@@ -55,7 +60,9 @@ const (
 	// Continue: the stored generation is too short for this setting; it is
 	// extended from its stored token ids.
 	Continue Status = "continue"
-	// Failed: the stored generation ended in an error; it is generated again.
+	// Failed: the stored generation ended in an error (generated again) or
+	// its prompt exceeds the model's context (generated again only when it
+	// now fits). A failed sample counts as 0 in every mean.
 	Failed Status = "failed"
 	// Missing: nothing is stored.
 	Missing Status = "missing"
@@ -80,6 +87,11 @@ type Item struct {
 	NewTokens int
 	// Continue marks a request that extends Stored rather than starting over.
 	Continue bool
+	// Stale marks, per setting, stored scores computed under other inputs
+	// than the current ones (their digest differs): they are recomputed.
+	Stale []bool
+	// FailReason says why the stored generation failed ("" when it did not).
+	FailReason string
 }
 
 // Plan is what a run will do, computed before any model work.
@@ -99,8 +111,12 @@ type Plan struct {
 	// when unknown).
 	Throughput       float64
 	EstimatedSeconds float64
-	// Overflow counts samples whose prompt cannot fit the model's context.
+	// Overflow counts samples to run whose prompt cannot fit the model's
+	// context.
 	Overflow int
+	// Stale counts (sample, setting) pairs whose stored scores are out of
+	// date (data, metrics, task or stop setting changed).
+	Stale int
 }
 
 // Key returns the generation key: a digest of the model fingerprint, the
@@ -176,7 +192,7 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	scored, err := st.ScoredMetrics(ctx, fp, keys)
+	digests, err := st.ScoreDigests(ctx, fp, keys)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -185,41 +201,43 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 		if g, ok := stored[it.Key]; ok {
 			it.Stored = &g
 		}
+		it.FailReason = failReason(it.Stored)
 		budget := it.Job.MaxTokens
-		need, fresh := 0, false
 		it.Statuses = make([]Status, len(it.Job.Settings))
+		it.Stale = make([]bool, len(it.Job.Settings))
 		for k, set := range it.Job.Settings {
 			var stt Status
 			switch g := it.Stored; {
 			case g == nil:
-				stt, fresh = Missing, true
-			case g.Finish == backends.FinishError:
-				stt, fresh = Failed, true
+				stt = Missing
+			case it.FailReason != "":
+				stt = Failed
 			default:
-				_, ok, n := Truncate(g, set, budget)
+				pred, ok, _ := Truncate(g, set, budget)
+				d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
 				switch {
 				case !ok:
-					stt, need = Continue, max(need, n)
-				case len(scored[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]) > 0:
+					stt = Continue
+				case scored && d == ScoreDigest(it.Job, it.Sample, set, budget, pred):
 					stt = Complete
 				default:
-					stt = Answerable
+					stt, it.Stale[k] = Answerable, scored
 				}
+			}
+			if it.Stale[k] {
+				p.Stale++
 			}
 			it.Statuses[k] = stt
 			p.Counts[stt]++
 		}
-		promptLen := len(it.PromptIDs)
-		switch {
-		case fresh:
-			it.NewTokens = budget
-		case need > 0:
-			it.NewTokens, it.Continue = need, true
-			promptLen += it.Stored.NTokens
-		}
+		it.NewTokens, it.Continue = needs(it, it.Stored, ctxLen, true)
 		if it.NewTokens > 0 {
+			promptLen := len(it.PromptIDs)
+			if it.Continue {
+				promptLen += it.Stored.NTokens
+			}
 			p.Requests++
-			if ctxLen > 0 && len(it.PromptIDs) >= ctxLen {
+			if overflows(it, ctxLen) {
 				p.Overflow++
 				continue
 			}
@@ -234,6 +252,72 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 		p.EstimatedSeconds = float64(p.TokensToGenerate) / tps
 	}
 	return p, nil
+}
+
+// overflows reports whether the item's prompt cannot fit a context of
+// ctxLen tokens (0: unknown, never).
+func overflows(it *Item, ctxLen int) bool {
+	return ctxLen > 0 && len(it.PromptIDs) >= ctxLen
+}
+
+// failReason says why a stored generation failed: its error, or that its
+// prompt exceeded the context; "" when it did not fail (or is nil).
+func failReason(g *store.Generation) string {
+	switch {
+	case g == nil:
+		return ""
+	case g.Finish == backends.FinishError:
+		if g.Error == "" {
+			return "backend error"
+		}
+		return "backend error: " + g.Error
+	case g.Finish == backends.FinishContext:
+		return fmt.Sprintf("prompt (%d tokens) exceeds the model's context", g.PromptTokens)
+	}
+	return ""
+}
+
+// needs decides the model work an item needs given its stored generation
+// g: a fresh generation (nothing stored; a failed one, when retryErrors; a
+// context overflow whose prompt now fits), a continuation from the stored
+// ids when some setting needs more text, or none.
+func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newTokens int, cont bool) {
+	budget := it.Job.MaxTokens
+	switch {
+	case g == nil:
+		return budget, false
+	case g.Finish == backends.FinishError:
+		if retryErrors {
+			return budget, false
+		}
+		return 0, false
+	case g.Finish == backends.FinishContext:
+		if it.PromptIDs != nil && ctxLen > 0 && !overflows(it, ctxLen) {
+			return budget, false
+		}
+		return 0, false
+	}
+	need := 0
+	for _, set := range it.Job.Settings {
+		if _, ok, n := Truncate(g, set, budget); !ok {
+			need = max(need, n)
+		}
+	}
+	return need, need > 0
+}
+
+// ScoreDigest is the digest of everything that produces the scores of one
+// sample under one setting and budget: the job's scoring spec (metrics,
+// their versions, scoring fields), the sample's references and metadata,
+// the stop setting, the budget and the truncated prediction. A stored
+// score with another digest is stale.
+func ScoreDigest(j *Job, s *datasets.Sample, set StopSetting, budget int, pred string) string {
+	h := sha256.New()
+	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
+	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta), set.Key(), fmt.Sprint(budget), pred} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Work returns the items that need model work, longest prompt first (so the

@@ -2,9 +2,13 @@ package generate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -35,19 +39,50 @@ type Options struct {
 	// committed (default 200ms); FlushSize bounds how many wait (default 64).
 	FlushEvery time.Duration
 	FlushSize  int
+	// Owner names this process in the store's claims (default: host, pid
+	// and a random suffix). Lease is how long a claim holds without
+	// renewal (default DefaultLease); claims are renewed every Lease/3
+	// while the process works, and a dead process's claims are taken over
+	// once their lease expires. Poll is how often a process waiting for
+	// work claimed by a live peer looks again (default min(Lease/4, 500ms)).
+	Owner string
+	Lease time.Duration
+	Poll  time.Duration
+	// ClaimBatch is how many generations a process claims at a time, so
+	// that processes sharing a store pull work in portions (default
+	// max(16, 4 × the backend's slots)).
+	ClaimBatch int
 }
+
+// DefaultLease is how long a work claim holds without renewal.
+const DefaultLease = 30 * time.Second
 
 // Summary is what a run did, as `tally run --json` prints it.
 type Summary struct {
-	Samples              int                                      `json:"samples"`
-	GenerationsNew       int                                      `json:"generations_new"`
-	GenerationsReused    int                                      `json:"generations_reused"`
-	GenerationsContinued int                                      `json:"generations_continued"`
-	GeneratedTokens      int                                      `json:"generated_tokens"`
-	PromptTokens         int                                      `json:"prompt_tokens"`
-	Errors               int                                      `json:"errors"`
-	Seconds              float64                                  `json:"seconds"`
-	Scores               map[string]map[string]map[string]float64 `json:"scores"`
+	Samples              int `json:"samples"`
+	GenerationsNew       int `json:"generations_new"`
+	GenerationsReused    int `json:"generations_reused"`
+	GenerationsContinued int `json:"generations_continued"`
+	// GenerationsByPeers counts samples another process sharing the store
+	// generated while this one waited for them.
+	GenerationsByPeers int `json:"generations_by_peers"`
+	// ClaimsTakenOver counts work claims taken over from a process whose
+	// lease expired (it died).
+	ClaimsTakenOver int     `json:"claims_taken_over"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	Errors          int     `json:"errors"`
+	Seconds         float64 `json:"seconds"`
+	// Recomputed counts (sample, setting) pairs whose stored scores were
+	// stale (data, metrics, task fields changed) and were recomputed.
+	Recomputed int `json:"recomputed"`
+	// Scores is the mean of each metric per task and setting, failed
+	// samples counted as 0 (null when undefined).
+	Scores map[string]map[string]map[string]Mean `json:"scores"`
+	// Counts is the number of samples scored and failed per task and
+	// setting; FailedSamples says how failed samples enter the means.
+	Counts        map[string]map[string]SampleCounts `json:"counts"`
+	FailedSamples string                             `json:"failed_samples"`
 	// GenSeconds is the time spent in model work (for throughput).
 	GenSeconds float64 `json:"-"`
 	// Overflowed names the samples (task/id) whose prompt did not fit the
@@ -60,6 +95,9 @@ type Summary struct {
 	Unscorable []string `json:"-"`
 }
 
+// FailedAsZero says how failed samples enter every mean tally reports.
+const FailedAsZero = "failed samples (backend error, prompt beyond the context) count as 0 in every mean and in n; n_failed counts them"
+
 // result is one finished request on its way to the store.
 type result struct {
 	it  *Item
@@ -70,6 +108,12 @@ type result struct {
 // answer, runs the rest on the backend, and commits every finished
 // generation together with its scores as it arrives. On cancellation it
 // commits what had finished and returns the context's error.
+//
+// Several processes may execute plans over one store at once: each claims
+// the generations it runs (store.Claim) and renews the claims while it
+// works; work claimed by a live peer is not run but waited for and read
+// back from the store when the peer has stored it; a claim whose owner
+// died is taken over when its lease expires.
 func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, opt Options) (Summary, error) {
 	start := time.Now()
 	if opt.FlushEvery <= 0 {
@@ -77,6 +121,18 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	}
 	if opt.FlushSize <= 0 {
 		opt.FlushSize = 64
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = DefaultLease
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = min(opt.Lease/4, 500*time.Millisecond)
+	}
+	if opt.Owner == "" {
+		opt.Owner = NewOwner()
+	}
+	if opt.ClaimBatch <= 0 {
+		opt.ClaimBatch = max(16, 4*be.Slots())
 	}
 	sum := Summary{Samples: len(p.Items)}
 
@@ -93,6 +149,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				if warn != "" {
 					sum.Unscorable = append(sum.Unscorable, warn)
 				}
+				if it.Stale[k] {
+					sum.Recomputed++
+				}
 				scores = append(scores, sc...)
 			}
 		}
@@ -101,13 +160,143 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		return sum, fmt.Errorf("store scores: %w", err)
 	}
 
-	// 2. Model work, streamed into the store.
-	work := p.Work()
+	// 2. Model work, shared with any peer process through claims.
+	pending := p.Work()
+	if len(pending) == 0 {
+		sum.Seconds = time.Since(start).Seconds()
+		return sum, nil
+	}
 	if opt.Progress != nil {
-		opt.Progress.Start(len(work))
+		opt.Progress.Start(len(pending))
 		defer opt.Progress.Finish()
 	}
+	renewCtx, stopRenew := context.WithCancel(context.Background())
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(opt.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-t.C:
+				st.Renew(renewCtx, opt.Owner, opt.Lease) // a failed renewal is retried at the next tick
+			}
+		}
+	}()
+	defer func() {
+		stopRenew()
+		<-renewed
+		st.Release(context.Background(), opt.Owner, nil)
+	}()
+
 	genStart := time.Now()
+	ctxLen := be.ContextLength()
+	var runErr error
+	for len(pending) > 0 && runErr == nil {
+		keys := make([]string, 0, len(pending))
+		seen := map[string]bool{}
+		for _, it := range pending {
+			if !seen[it.Key] {
+				seen[it.Key] = true
+				keys = append(keys, it.Key)
+			}
+		}
+		cr, err := st.Claim(ctx, opt.Owner, keys, opt.ClaimBatch, opt.Lease)
+		if err != nil {
+			runErr = err
+			break
+		}
+		sum.ClaimsTakenOver += cr.TakenOver
+		mine := map[string]bool{}
+		for _, k := range cr.Claimed {
+			mine[k] = true
+		}
+		// What is stored now: a peer may have finished some of this work
+		// since the plan was made (or since the last look).
+		now, err := st.Generations(ctx, p.Fingerprint, keys)
+		if err != nil {
+			runErr = err
+			break
+		}
+		var run, wait, done []*Item
+		var release []string
+		for _, it := range pending {
+			g, ok := now[it.Key]
+			if ok && (it.Stored == nil || g.NTokens != it.Stored.NTokens || g.Finish != it.Stored.Finish || g.Continued != it.Stored.Continued) {
+				// A peer stored (or extended) it: take what it made, and
+				// do only what is still needed.
+				it.Stored = &g
+				it.NewTokens, it.Continue = needs(it, &g, ctxLen, false)
+				if it.NewTokens == 0 {
+					done = append(done, it)
+					if mine[it.Key] {
+						release = append(release, it.Key)
+					}
+					continue
+				}
+			}
+			if mine[it.Key] {
+				run = append(run, it)
+			} else {
+				wait = append(wait, it)
+			}
+		}
+		if len(release) > 0 {
+			st.Release(ctx, opt.Owner, release)
+		}
+		if len(done) > 0 {
+			var scores []store.Score
+			for _, it := range done {
+				sum.GenerationsByPeers++
+				if it.Stored.Finish != backends.FinishError && it.Stored.Finish != backends.FinishContext {
+					for k := range it.Job.Settings {
+						sc, warn := scoreSetting(it, it.Stored, k, opt.RunID)
+						if warn != "" {
+							sum.Unscorable = append(sum.Unscorable, warn)
+						}
+						scores = append(scores, sc...)
+					}
+				}
+				if opt.Progress != nil {
+					opt.Progress.SampleDone()
+				}
+			}
+			if err := st.PutScores(ctx, scores); err != nil {
+				runErr = fmt.Errorf("store scores: %w", err)
+				break
+			}
+		}
+		if len(run) > 0 {
+			runErr = runBatch(ctx, st, be, p, run, opt, &sum)
+		} else if len(wait) > 0 {
+			select {
+			case <-ctx.Done():
+				runErr = ctx.Err()
+			case <-time.After(opt.Poll):
+			}
+		}
+		pending = wait
+	}
+	sum.GenSeconds = time.Since(genStart).Seconds()
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, runErr
+}
+
+// NewOwner returns a claim owner id for this process: host, pid and a
+// random suffix.
+func NewOwner() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// runBatch runs the items (claimed by this process) on the backend and
+// streams each finished generation, with its scores, into the store,
+// releasing its claim once stored.
+func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, work []*Item, opt Options, sum *Summary) error {
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
 	go func() { written <- writeResults(st, results, opt) }()
@@ -187,17 +376,11 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	}
 	close(results)
 	wo := <-written
-	werr := wo.err
 	sum.Unscorable = append(sum.Unscorable, wo.unscorable...)
-	sum.GenSeconds = time.Since(genStart).Seconds()
-	sum.Seconds = time.Since(start).Seconds()
 	if genErr == nil {
 		genErr = ctx.Err()
 	}
-	if err := errors.Join(werr, genErr); err != nil {
-		return sum, err
-	}
-	return sum, nil
+	return errors.Join(wo.err, genErr)
 }
 
 type reqState struct {
@@ -284,8 +467,17 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 		if len(gens) == 0 {
 			return
 		}
-		if err := st.PutGenerations(ctx, gens, scores); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("store generations: %w", err)
+		if err := st.PutGenerations(ctx, gens, scores); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("store generations: %w", err)
+			}
+		} else {
+			// Stored: peers waiting for these read them from the store.
+			keys := make([]string, len(gens))
+			for i, g := range gens {
+				keys[i] = g.Key
+			}
+			st.Release(ctx, opt.Owner, keys) // an unreleased claim lapses with its lease
 		}
 		gens, scores = gens[:0], scores[:0]
 	}
@@ -299,7 +491,7 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 				return writeOutcome{firstErr, unscorable}
 			}
 			gens = append(gens, r.gen)
-			if r.gen.Finish != backends.FinishError {
+			if r.gen.Finish != backends.FinishError && r.gen.Finish != backends.FinishContext {
 				for k := range r.it.Job.Settings {
 					sc, warn := scoreSetting(r.it, &r.gen, k, opt.RunID)
 					if warn != "" {
@@ -340,17 +532,19 @@ func scoreSetting(it *Item, g *store.Generation, k int, runID int64) (scores []s
 		vals = map[string]float64{Unscorable: 1}
 		warn = fmt.Sprintf("%s/%s under %s: %v", it.Sample.Task, it.Sample.ID, set.Name, err)
 	}
+	digest := ScoreDigest(it.Job, it.Sample, set, budget, pred)
 	out := make([]store.Score, 0, len(vals))
 	for m, v := range vals {
 		out = append(out, store.Score{GenKey: g.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, Setting: set.Name,
-			SettingKey: set.Key(), Budget: budget, Metric: m, Value: v, Prediction: pred, RunID: runID})
+			SettingKey: set.Key(), Budget: budget, Metric: m, Value: v, Prediction: pred, RunID: runID, Digest: digest})
 	}
 	return out, warn
 }
 
-// Results reads the scores of the plan's items from the store: per task,
-// setting and metric, the values in sample order (NaN-free: unscored
-// samples are absent).
+// Results holds scores per task, setting and metric: the values in sample
+// order. A failed sample (backend error, prompt beyond the context) is in
+// every metric's list with value 0 and its reason in Failed; a sample the
+// metric's reference could not score is only under Unscorable.
 type Results map[string]map[string]map[string][]SampleScore
 
 // SampleScore is one sample's value of one metric.
@@ -358,60 +552,240 @@ type SampleScore struct {
 	SampleID   string
 	Value      float64
 	Prediction string
+	// Failed is why the sample failed ("" when it was scored); a failed
+	// sample's Value is 0.
+	Failed string
 }
 
-// ReadResults collects the stored scores for the plan's items.
-func ReadResults(ctx context.Context, st *store.Store, p *Plan) (Results, error) {
+// NoneScored is the metric name under which failed samples are listed when
+// no sample of the task was scored (so no metric names are known).
+const NoneScored = "(none scored)"
+
+// Mean is a mean that is written to JSON as null when it is undefined
+// (NaN, as when nothing was scored).
+type Mean float64
+
+// MarshalJSON writes the mean, or null when it is NaN or infinite.
+func (m Mean) MarshalJSON() ([]byte, error) {
+	f := float64(m)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// SampleCounts is the number of samples scored and failed in one task and
+// setting.
+type SampleCounts struct {
+	Scored int `json:"n_scored"`
+	Failed int `json:"n_failed"`
+}
+
+// ScoreOptions tune CurrentResults.
+type ScoreOptions struct {
+	// Write stores what was (re)computed; read-only commands leave it
+	// unset and recompute in memory.
+	Write bool
+	// Force recomputes every score, stale or not (tally rescore).
+	Force bool
+	RunID int64
+}
+
+// ScoreReport is what CurrentResults did.
+type ScoreReport struct {
+	// Scored counts the (sample, setting) pairs computed now; Recomputed
+	// those of them that had stale stored scores.
+	Scored, Recomputed int
+	// Unscorable lists the pairs the metrics could not score.
+	Unscorable []string
+}
+
+// CurrentResults returns the scores of the plan's items as they are now:
+// it reads the stored generations and scores, uses every stored score
+// whose digest is current, and computes (no model work) every score that
+// is missing or stale, storing those with opt.Write. Scores of metrics the
+// task no longer names are not returned (and, with Write, are removed).
+func CurrentResults(ctx context.Context, st *store.Store, p *Plan, opt ScoreOptions) (Results, ScoreReport, error) {
+	var rep ScoreReport
 	keys := make([]string, 0, len(p.Items))
 	for _, it := range p.Items {
 		keys = append(keys, it.Key)
 	}
+	gens, err := st.Generations(ctx, p.Fingerprint, keys)
+	if err != nil {
+		return nil, rep, err
+	}
 	all, err := st.ScoresFor(ctx, keys)
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
-	type idx struct {
-		key, task, sample, setKey string
-		budget                    int
-	}
-	byIdx := map[idx][]store.Score{}
+	byKey := map[store.ScoreKey][]store.Score{}
 	for _, s := range all {
-		k := idx{s.GenKey, s.Task, s.SampleID, s.SettingKey, s.Budget}
-		byIdx[k] = append(byIdx[k], s)
+		byKey[s.Key()] = append(byKey[s.Key()], s)
 	}
 	out := Results{}
+	add := func(task, set, metric string, x SampleScore) {
+		if out[task] == nil {
+			out[task] = map[string]map[string][]SampleScore{}
+		}
+		if out[task][set] == nil {
+			out[task][set] = map[string][]SampleScore{}
+		}
+		out[task][set][metric] = append(out[task][set][metric], x)
+	}
+	type failure struct{ task, set, id, reason string }
+	var failures []failure
+	var toWrite []store.Score
+	var toDelete []store.ScoreKey
 	for _, it := range p.Items {
-		for _, set := range it.Job.Settings {
-			for _, s := range byIdx[idx{it.Key, it.Sample.Task, it.Sample.ID, set.Key(), it.Job.MaxTokens}] {
-				if out[s.Task] == nil {
-					out[s.Task] = map[string]map[string][]SampleScore{}
+		g, ok := gens[it.Key]
+		if !ok {
+			continue
+		}
+		budget := it.Job.MaxTokens
+		reason := failReason(&g)
+		for k, set := range it.Job.Settings {
+			sk := store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}
+			rows := byKey[sk]
+			if reason != "" {
+				failures = append(failures, failure{it.Sample.Task, set.Name, it.Sample.ID, reason})
+				if len(rows) > 0 {
+					toDelete = append(toDelete, sk)
 				}
-				if out[s.Task][set.Name] == nil {
-					out[s.Task][set.Name] = map[string][]SampleScore{}
+				continue
+			}
+			pred, ok, _ := Truncate(&g, set, budget)
+			if !ok {
+				continue // needs more generation
+			}
+			if !opt.Force && len(rows) > 0 && current(rows, ScoreDigest(it.Job, it.Sample, set, budget, pred)) {
+				for _, s := range rows {
+					add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: s.Prediction})
 				}
-				out[s.Task][set.Name][s.Metric] = append(out[s.Task][set.Name][s.Metric], SampleScore{s.SampleID, s.Value, s.Prediction})
+				continue
+			}
+			sc, warn := scoreSetting(it, &g, k, opt.RunID)
+			if warn != "" {
+				rep.Unscorable = append(rep.Unscorable, warn)
+			}
+			rep.Scored++
+			if len(rows) > 0 && !current(rows, ScoreDigest(it.Job, it.Sample, set, budget, pred)) {
+				rep.Recomputed++
+			}
+			for _, s := range sc {
+				add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: s.Prediction})
+			}
+			toWrite = append(toWrite, sc...)
+		}
+	}
+	if opt.Write {
+		if err := st.PutScores(ctx, toWrite); err != nil {
+			return nil, rep, fmt.Errorf("store scores: %w", err)
+		}
+		if err := st.DeleteScores(ctx, toDelete); err != nil {
+			return nil, rep, err
+		}
+	}
+	for _, f := range failures {
+		metrics := out.Metrics(f.task)
+		if len(metrics) == 0 {
+			metrics = []string{NoneScored}
+		}
+		for _, m := range metrics {
+			if m != Unscorable {
+				add(f.task, f.set, m, SampleScore{SampleID: f.id, Failed: f.reason})
 			}
 		}
 	}
-	return out, nil
+	return out, rep, nil
 }
 
-// Means returns the mean of every metric, per task and setting.
-func (r Results) Means() map[string]map[string]map[string]float64 {
-	out := map[string]map[string]map[string]float64{}
+// current reports whether every stored score row has the digest d.
+func current(rows []store.Score, d string) bool {
+	for _, r := range rows {
+		if r.Digest != d {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadResults returns the current scores of the plan's items without
+// writing anything: stale or missing scores are computed in memory.
+func ReadResults(ctx context.Context, st *store.Store, p *Plan) (Results, error) {
+	res, _, err := CurrentResults(ctx, st, p, ScoreOptions{})
+	return res, err
+}
+
+// Means returns the mean of every metric, per task and setting, failed
+// samples counted as 0 (NaN when a metric has no values).
+func (r Results) Means() map[string]map[string]map[string]Mean {
+	out := map[string]map[string]map[string]Mean{}
 	for task, bySet := range r {
-		out[task] = map[string]map[string]float64{}
+		out[task] = map[string]map[string]Mean{}
 		for set, byMetric := range bySet {
-			out[task][set] = map[string]float64{}
+			out[task][set] = map[string]Mean{}
 			for m, xs := range byMetric {
 				vals := make([]float64, len(xs))
 				for i, x := range xs {
 					vals[i] = x.Value
 				}
-				out[task][set][m] = stats.Mean(vals)
+				mean := math.NaN()
+				if len(vals) > 0 {
+					mean = stats.Mean(vals)
+				}
+				out[task][set][m] = Mean(mean)
 			}
 		}
 	}
+	return out
+}
+
+// Counts returns the number of samples scored and failed per task and
+// setting (a sample counts once, whatever its number of metrics).
+func (r Results) Counts() map[string]map[string]SampleCounts {
+	out := map[string]map[string]SampleCounts{}
+	for task, bySet := range r {
+		out[task] = map[string]SampleCounts{}
+		for set, byMetric := range bySet {
+			scored, failed := map[string]bool{}, map[string]bool{}
+			for _, xs := range byMetric {
+				for _, x := range xs {
+					if x.Failed != "" {
+						failed[x.SampleID] = true
+					} else {
+						scored[x.SampleID] = true
+					}
+				}
+			}
+			out[task][set] = SampleCounts{Scored: len(scored), Failed: len(failed)}
+		}
+	}
+	return out
+}
+
+// Failures returns, sorted, the failed samples of the results as
+// "task/id under setting: reason".
+func (r Results) Failures() []string {
+	seen := map[string]bool{}
+	var out []string
+	for task, bySet := range r {
+		for set, byMetric := range bySet {
+			for _, xs := range byMetric {
+				for _, x := range xs {
+					if x.Failed == "" {
+						continue
+					}
+					s := fmt.Sprintf("%s/%s under %s: %s", task, x.SampleID, set, x.Failed)
+					if !seen[s] {
+						seen[s] = true
+						out = append(out, s)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -436,24 +810,9 @@ func (r Results) Metrics(task string) []string {
 // returns how many (sample, setting) pairs were scored, and the pairs the
 // metrics could not score.
 func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (n int, unscorable []string, err error) {
-	var scores []store.Score
-	for _, it := range p.Items {
-		if it.Stored == nil || it.Stored.Finish == backends.FinishError {
-			continue
-		}
-		for k := range it.Job.Settings {
-			sc, warn := scoreSetting(it, it.Stored, k, runID)
-			if warn != "" {
-				unscorable = append(unscorable, warn)
-			}
-			if len(sc) > 0 {
-				n++
-			}
-			scores = append(scores, sc...)
-		}
-	}
-	if err := st.PutScores(ctx, scores); err != nil {
+	_, rep, err := CurrentResults(ctx, st, p, ScoreOptions{Write: true, Force: true, RunID: runID})
+	if err != nil {
 		return 0, nil, fmt.Errorf("rescore: %w", err)
 	}
-	return n, unscorable, nil
+	return rep.Scored, rep.Unscorable, nil
 }

@@ -1,12 +1,16 @@
-// Package report turns stored scores into comparison rows and renders them
-// as text, Markdown or HTML. It aggregates (means, bootstrap intervals,
-// paired differences) but never recomputes a score.
+// Package report turns scores into comparison rows and renders them as
+// text, Markdown, HTML or JSON. It aggregates (means, bootstrap intervals,
+// paired differences) but never computes a score. Failed samples (backend
+// error, prompt beyond the context) count as 0 in every mean, and every
+// row says how many there were; an undefined figure is "n/a" in text and
+// null in JSON, never NaN.
 package report
 
 import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,29 +29,62 @@ const (
 // Row is one (task, metric, column) line of a comparison; a column is a
 // stop setting, prefixed by the model when models are compared.
 type Row struct {
-	Task    string         `json:"task"`
-	Metric  string         `json:"metric"`
-	Setting string         `json:"setting"`
-	N       int            `json:"n"`
-	Mean    stats.Interval `json:"mean"`
-	// Diff is the paired difference against the first column, over the
-	// samples both scored (absent for the first column).
-	Diff    *stats.Interval `json:"diff_vs_first,omitempty"`
-	Changed []Changed       `json:"changed,omitempty"`
+	Task    string `json:"task"`
+	Metric  string `json:"metric"`
+	Setting string `json:"setting"`
+	// N is the number of samples in the mean: Scored plus Failed (which
+	// count as 0).
+	N      int      `json:"n"`
+	Scored int      `json:"n_scored"`
+	Failed int      `json:"n_failed"`
+	Mean   Interval `json:"mean"`
+	// Diff is the paired difference against the column named by Against,
+	// over the samples both have (absent for the first column): for the
+	// first model, its first setting; for a model compared with --against,
+	// the first model at the same setting.
+	Diff    *Interval `json:"diff,omitempty"`
+	Against string    `json:"diff_against,omitempty"`
+	Changed []Changed `json:"changed,omitempty"`
 }
 
-// Changed is a sample whose score differs from the first column's.
+// Interval is a stats.Interval whose undefined bounds are written to JSON
+// as null.
+type Interval struct {
+	Estimate generate.Mean `json:"estimate"`
+	Low      generate.Mean `json:"low"`
+	High     generate.Mean `json:"high"`
+}
+
+func interval(x stats.Interval) Interval {
+	return Interval{generate.Mean(x.Estimate), generate.Mean(x.Low), generate.Mean(x.High)}
+}
+
+// Changed is a sample whose score differs from the compared column's.
 type Changed struct {
-	SampleID        string  `json:"sample_id"`
-	First           float64 `json:"first"`
-	This            float64 `json:"this"`
-	FirstPrediction string  `json:"first_prediction"`
-	ThisPrediction  string  `json:"this_prediction"`
+	SampleID        string        `json:"sample_id"`
+	First           generate.Mean `json:"first"`
+	This            generate.Mean `json:"this"`
+	FirstPrediction string        `json:"first_prediction"`
+	ThisPrediction  string        `json:"this_prediction"`
+}
+
+// FailedNote says how failed samples enter the figures.
+const FailedNote = "failed samples (backend error, prompt beyond the context) count as 0 in the mean; n includes them"
+
+// num formats a figure, "n/a" when it is undefined.
+func num(format string, x generate.Mean) string {
+	f := float64(x)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, f)
 }
 
 // Compare makes one row per (task, metric, column): every stop setting of
-// every model's results (models names them when there are several), each
-// paired by sample with the first column.
+// every model's results (models names them when there are several). The
+// first model's columns are paired by sample with its first setting (stop
+// settings compared); every other model's column is paired by sample with
+// the first model's column at the same setting (models compared).
 func Compare(jobs []*generate.Job, models []string, results []generate.Results) []Row {
 	var rows []Row
 	for _, j := range jobs {
@@ -63,25 +100,42 @@ func Compare(jobs []*generate.Job, models []string, results []generate.Results) 
 		}
 		sort.Strings(names)
 		for _, m := range names {
-			var first map[string]generate.SampleScore
+			base := make([]map[string]generate.SampleScore, len(j.Settings))
+			labels := make([]string, len(j.Settings))
 			for mi, res := range results {
-				for _, set := range j.Settings {
+				for si, set := range j.Settings {
 					xs := res[j.Task][set.Name][m]
 					vals := make([]float64, len(xs))
 					byID := make(map[string]generate.SampleScore, len(xs))
+					failed := 0
 					for i, x := range xs {
 						vals[i] = x.Value
 						byID[x.SampleID] = x
+						if x.Failed != "" {
+							failed++
+						}
 					}
 					label := set.String()
 					if len(models) > 0 {
 						label = models[mi] + " " + label
 					}
-					row := Row{Task: j.Task, Metric: m, Setting: label, N: len(xs), Mean: stats.Bootstrap(vals, Resamples, 0.95, Seed)}
-					if first == nil {
-						first = byID
-					} else {
-						row.Diff, row.Changed = pair(first, byID)
+					row := Row{Task: j.Task, Metric: m, Setting: label, N: len(xs), Scored: len(xs) - failed, Failed: failed,
+						Mean: interval(stats.Bootstrap(vals, Resamples, 0.95, Seed))}
+					if len(xs) == 0 {
+						nan := generate.Mean(math.NaN())
+						row.Mean = Interval{nan, nan, nan}
+					}
+					switch {
+					case mi == 0 && si == 0:
+					case mi == 0:
+						row.Diff, row.Changed = pair(base[0], byID)
+						row.Against = labels[0]
+					default:
+						row.Diff, row.Changed = pair(base[si], byID)
+						row.Against = labels[si]
+					}
+					if mi == 0 {
+						base[si], labels[si] = byID, label
 					}
 					rows = append(rows, row)
 				}
@@ -91,9 +145,10 @@ func Compare(jobs []*generate.Job, models []string, results []generate.Results) 
 	return rows
 }
 
-// pair pairs a column's scores with the first column's by sample id and
-// returns the paired difference and the samples whose score changed.
-func pair(first, this map[string]generate.SampleScore) (*stats.Interval, []Changed) {
+// pair pairs a column's scores with another column's by sample id and
+// returns the paired difference (this minus other) and the samples whose
+// score changed.
+func pair(first, this map[string]generate.SampleScore) (*Interval, []Changed) {
 	ids := make([]string, 0, len(this))
 	for id := range this {
 		ids = append(ids, id)
@@ -109,35 +164,53 @@ func pair(first, this map[string]generate.SampleScore) (*stats.Interval, []Chang
 		y := this[id]
 		a, b = append(a, x.Value), append(b, y.Value)
 		if x.Value != y.Value {
-			ch = append(ch, Changed{id, x.Value, y.Value, x.Prediction, y.Prediction})
+			ch = append(ch, Changed{id, generate.Mean(x.Value), generate.Mean(y.Value), x.Prediction, y.Prediction})
 		}
 	}
-	d := stats.PairedBootstrap(a, b, Resamples, 0.95, Seed)
+	if len(a) == 0 {
+		nan := generate.Mean(math.NaN())
+		return &Interval{nan, nan, nan}, ch
+	}
+	d := interval(stats.PairedBootstrap(a, b, Resamples, 0.95, Seed))
 	return &d, ch
 }
 
-// cells formats a row's figures as the renderers show them.
+// cells formats a row's figures as the renderers show them ("n/a" for an
+// undefined figure).
 func (r Row) cells() (mean, ci, diff, dci string) {
-	mean = fmt.Sprintf("%.4f", r.Mean.Estimate)
-	ci = fmt.Sprintf("[%.4f, %.4f]", r.Mean.Low, r.Mean.High)
+	mean = num("%.4f", r.Mean.Estimate)
+	ci = "[" + num("%.4f", r.Mean.Low) + ", " + num("%.4f", r.Mean.High) + "]"
 	if r.Diff != nil {
-		diff = fmt.Sprintf("%+.4f", r.Diff.Estimate)
-		dci = fmt.Sprintf("[%+.4f, %+.4f]", r.Diff.Low, r.Diff.High)
+		diff = num("%+.4f", r.Diff.Estimate)
+		dci = "[" + num("%+.4f", r.Diff.Low) + ", " + num("%+.4f", r.Diff.High) + "]"
 	}
 	return
+}
+
+// anyFailed reports whether any row has failed samples.
+func anyFailed(rows []Row) bool {
+	for _, r := range rows {
+		if r.Failed > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Text writes the rows as an aligned table, then at most showChanged
 // changed samples per row.
 func Text(w io.Writer, rows []Row, showChanged int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tmetric\tsetting\tn\tmean\t95% CI\tdiff vs first\t95% CI\tchanged")
+	fmt.Fprintln(tw, "task\tmetric\tsetting\tn\tfailed\tmean\t95% CI\tdiff\t95% CI\tagainst\tchanged")
 	for _, r := range rows {
 		mean, ci, diff, dci := r.cells()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", r.Task, r.Metric, r.Setting, r.N, mean, ci, diff, dci, len(r.Changed))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Task, r.Metric, r.Setting, r.N, r.Failed, mean, ci, diff, dci, r.Against, len(r.Changed))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if anyFailed(rows) {
+		fmt.Fprintln(w, "note: "+FailedNote)
 	}
 	for _, r := range rows {
 		if len(r.Changed) == 0 || showChanged <= 0 {
@@ -149,7 +222,7 @@ func Text(w io.Writer, rows []Row, showChanged int) error {
 				fmt.Fprintf(w, "  … %d more (use --format json)\n", len(r.Changed)-i)
 				break
 			}
-			fmt.Fprintf(w, "  %s: %.4g → %.4g  %q → %q\n", c.SampleID, c.First, c.This, c.FirstPrediction, c.ThisPrediction)
+			fmt.Fprintf(w, "  %s: %s → %s  %q → %q\n", c.SampleID, num("%.4g", c.First), num("%.4g", c.This), c.FirstPrediction, c.ThisPrediction)
 		}
 	}
 	return nil
@@ -162,10 +235,17 @@ func mdEscape(s string) string {
 
 // Markdown writes the rows as a Markdown document with a title.
 func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
-	fmt.Fprintf(w, "# %s\n\n| task | metric | setting | n | mean | 95%% CI | diff vs first | 95%% CI | changed |\n|---|---|---|---|---|---|---|---|---|\n", mdEscape(title))
+	fmt.Fprintf(w, "# %s\n\n| task | metric | setting | n | failed | mean | 95%% CI | diff | 95%% CI | against | changed |\n|---|---|---|---|---|---|---|---|---|---|---|\n", mdEscape(title))
 	for _, r := range rows {
 		mean, ci, diff, dci := r.cells()
-		fmt.Fprintf(w, "| %s | %s | `%s` | %d | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting), r.N, mean, ci, diff, dci, len(r.Changed))
+		against := ""
+		if r.Against != "" {
+			against = "`" + mdEscape(r.Against) + "`"
+		}
+		fmt.Fprintf(w, "| %s | %s | `%s` | %d | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting), r.N, r.Failed, mean, ci, diff, dci, against, len(r.Changed))
+	}
+	if anyFailed(rows) {
+		fmt.Fprintf(w, "\n%s.\n", FailedNote)
 	}
 	for _, r := range rows {
 		if len(r.Changed) == 0 || showChanged <= 0 {
@@ -177,7 +257,7 @@ func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
 				fmt.Fprintf(w, "\n… %d more.\n", len(r.Changed)-i)
 				break
 			}
-			fmt.Fprintf(w, "| %s | %.4g | %.4g | `%s` | `%s` |\n", mdEscape(c.SampleID), c.First, c.This, mdEscape(c.FirstPrediction), mdEscape(c.ThisPrediction))
+			fmt.Fprintf(w, "| %s | %s | %s | `%s` | `%s` |\n", mdEscape(c.SampleID), num("%.4g", c.First), num("%.4g", c.This), mdEscape(c.FirstPrediction), mdEscape(c.ThisPrediction))
 		}
 	}
 	return nil
@@ -187,11 +267,11 @@ var htmlPage = template.Must(template.New("report").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}td.n{text-align:right}code{white-space:pre-wrap}</style>
 </head><body><h1>{{.Title}}</h1>
-<table><tr><th>task</th><th>metric</th><th>setting</th><th>n</th><th>mean</th><th>95% CI</th><th>diff vs first</th><th>95% CI</th><th>changed</th></tr>
-{{range .Rows}}<tr><td>{{.Task}}</td><td>{{.Metric}}</td><td><code>{{.Setting}}</code></td><td class="n">{{.N}}</td><td class="n">{{.Mean}}</td><td>{{.CI}}</td><td class="n">{{.Diff}}</td><td>{{.DCI}}</td><td class="n">{{.Changed}}</td></tr>
-{{end}}</table>
+<table><tr><th>task</th><th>metric</th><th>setting</th><th>n</th><th>failed</th><th>mean</th><th>95% CI</th><th>diff</th><th>95% CI</th><th>against</th><th>changed</th></tr>
+{{range .Rows}}<tr><td>{{.Task}}</td><td>{{.Metric}}</td><td><code>{{.Setting}}</code></td><td class="n">{{.N}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Mean}}</td><td>{{.CI}}</td><td class="n">{{.Diff}}</td><td>{{.DCI}}</td><td><code>{{.Against}}</code></td><td class="n">{{.Changed}}</td></tr>
+{{end}}</table>{{if .Note}}<p>{{.Note}}.</p>{{end}}
 {{range .Changed}}<h2>{{.Head}}</h2><table><tr><th>sample</th><th>first</th><th>this</th><th>first prediction</th><th>this prediction</th></tr>
-{{range .Items}}<tr><td>{{.SampleID}}</td><td class="n">{{printf "%.4g" .First}}</td><td class="n">{{printf "%.4g" .This}}</td><td><code>{{.FirstPrediction}}</code></td><td><code>{{.ThisPrediction}}</code></td></tr>
+{{range .Items}}<tr><td>{{.SampleID}}</td><td class="n">{{.First}}</td><td class="n">{{.This}}</td><td><code>{{.FirstPrediction}}</code></td><td><code>{{.ThisPrediction}}</code></td></tr>
 {{end}}</table>{{if .More}}<p>… {{.More}} more.</p>{{end}}
 {{end}}</body></html>
 `))
@@ -200,25 +280,35 @@ var htmlPage = template.Must(template.New("report").Parse(`<!doctype html>
 // html/template).
 func HTML(w io.Writer, title string, rows []Row, showChanged int) error {
 	type line struct {
-		Task, Metric, Setting, Mean, CI, Diff, DCI string
-		N, Changed                                 int
+		Task, Metric, Setting, Mean, CI, Diff, DCI, Against string
+		N, Failed, Changed                                  int
+	}
+	type item struct {
+		SampleID, First, This, FirstPrediction, ThisPrediction string
 	}
 	type section struct {
 		Head  string
-		Items []Changed
+		Items []item
 		More  int
 	}
 	data := struct {
-		Title   string
-		Rows    []line
-		Changed []section
+		Title, Note string
+		Rows        []line
+		Changed     []section
 	}{Title: title}
+	if anyFailed(rows) {
+		data.Note = FailedNote
+	}
 	for _, r := range rows {
 		mean, ci, diff, dci := r.cells()
-		data.Rows = append(data.Rows, line{r.Task, r.Metric, r.Setting, mean, ci, diff, dci, r.N, len(r.Changed)})
+		data.Rows = append(data.Rows, line{r.Task, r.Metric, r.Setting, mean, ci, diff, dci, r.Against, r.N, r.Failed, len(r.Changed)})
 		if len(r.Changed) > 0 && showChanged > 0 {
 			n := min(showChanged, len(r.Changed))
-			data.Changed = append(data.Changed, section{fmt.Sprintf("%s %s: changed under %s", r.Task, r.Metric, r.Setting), r.Changed[:n], len(r.Changed) - n})
+			sec := section{Head: fmt.Sprintf("%s %s: changed under %s", r.Task, r.Metric, r.Setting), More: len(r.Changed) - n}
+			for _, c := range r.Changed[:n] {
+				sec.Items = append(sec.Items, item{c.SampleID, num("%.4g", c.First), num("%.4g", c.This), c.FirstPrediction, c.ThisPrediction})
+			}
+			data.Changed = append(data.Changed, sec)
 		}
 	}
 	return htmlPage.Execute(w, data)

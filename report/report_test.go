@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -46,7 +48,7 @@ func TestRenderers(t *testing.T) {
 		not    []string
 	}{
 		{"text", func(b *bytes.Buffer) error { return Text(b, rows, 10) }, []string{"dot=.", `nl=\n`, "+0.5000", `"12" → "12.5"`}, nil},
-		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, "T|x", rows, 10) }, []string{"# T\\|x", "| t | em | `dot=.` | 2 | 0.5000 |"}, nil},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, "T|x", rows, 10) }, []string{"# T\\|x", "| t | em | `dot=.` | 2 | 0 | 0.5000 |"}, nil},
 		{"html", func(b *bytes.Buffer) error { return HTML(b, "<b>T</b>", rows, 10) }, []string{"<title>&lt;b&gt;T&lt;/b&gt;</title>", "12.5"}, []string{"<b>T</b>"}},
 	}
 	for _, tc := range tests {
@@ -63,6 +65,59 @@ func TestRenderers(t *testing.T) {
 			if strings.Contains(b.String(), w) {
 				t.Errorf("%s: unescaped %q", tc.name, w)
 			}
+		}
+	}
+}
+
+// TestAgainstPairsSameSetting checks finding 9 of issue 11: with two
+// models, model B's column at a setting is paired with model A's column at
+// the same setting, not with A's first setting.
+func TestAgainstPairsSameSetting(t *testing.T) {
+	job, a := results()
+	b := generate.Results{"t": {
+		"dot": {"em": {{SampleID: "a", Value: 0}, {SampleID: "b", Value: 1}}}, // same as A's dot
+		"nl":  {"em": {{SampleID: "a", Value: 1}, {SampleID: "b", Value: 0}}}, // differs from A's nl on b
+	}}
+	rows := Compare([]*generate.Job{job}, []string{"A", "B"}, []generate.Results{a, b})
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	bDot, bNl := rows[2], rows[3]
+	if bDot.Against != "A dot=." || float64(bDot.Diff.Estimate) != 0 || len(bDot.Changed) != 0 {
+		t.Errorf("B dot: against %q diff %v changed %v", bDot.Against, bDot.Diff, bDot.Changed)
+	}
+	if bNl.Against != `A nl=\n` || float64(bNl.Diff.Estimate) != -0.5 || len(bNl.Changed) != 1 || bNl.Changed[0].SampleID != "b" {
+		t.Errorf("B nl: against %q diff %v changed %v", bNl.Against, bNl.Diff, bNl.Changed)
+	}
+}
+
+// TestUndefinedFigures checks finding 8 of issue 11: an undefined value
+// (NaN) is null in JSON and "n/a" in text, Markdown and HTML, and failed
+// samples are counted beside the mean and said to count as 0.
+func TestUndefinedFigures(t *testing.T) {
+	job := &generate.Job{Task: "t", Settings: []generate.StopSetting{{Name: "dot", Seqs: []string{"."}}, {Name: "nl", Seqs: []string{"\n"}}}}
+	res := generate.Results{"t": {
+		"dot": {"m": {{SampleID: "a", Value: math.NaN()}, {SampleID: "b", Failed: "backend error"}}},
+	}}
+	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	js, err := json.Marshal(rows)
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if !strings.Contains(string(js), `"estimate":null`) || !strings.Contains(string(js), `"n_failed":1`) {
+		t.Errorf("JSON %s", js)
+	}
+	for name, render := range map[string]func(*bytes.Buffer) error{
+		"text":     func(b *bytes.Buffer) error { return Text(b, rows, 10) },
+		"markdown": func(b *bytes.Buffer) error { return Markdown(b, "T", rows, 10) },
+		"html":     func(b *bytes.Buffer) error { return HTML(b, "T", rows, 10) },
+	} {
+		var b bytes.Buffer
+		if err := render(&b); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "NaN") || !strings.Contains(b.String(), "n/a") || !strings.Contains(b.String(), "count as 0") {
+			t.Errorf("%s:\n%s", name, b.String())
 		}
 	}
 }

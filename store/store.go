@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -80,30 +82,109 @@ var migrations = []string{
 		run_id INTEGER,
 		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget, metric)
 	);`,
+	// 2: scores record the digest of everything that produced them; claims
+	// let several processes share the generation work of one store.
+	`ALTER TABLE scores ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+	CREATE TABLE claims (
+		gen_key TEXT PRIMARY KEY,
+		owner TEXT NOT NULL,
+		expires_at INTEGER NOT NULL
+	);
+	CREATE INDEX claims_owner ON claims(owner);`,
 }
 
 // Store is an open results store.
 type Store struct {
-	db   *sql.DB
-	path string
+	db       *sql.DB
+	path     string
+	readOnly bool
 }
 
-// Open opens (creating if needed) the SQLite store at path and applies any
-// pending migrations.
+// Open opens (creating if needed) the SQLite store at path for reading and
+// writing and applies any pending migrations. Migrations are serialised
+// across processes: the version is read and the migrations applied inside
+// one write-locked transaction, so processes that open a new store together
+// migrate it once.
 func Open(ctx context.Context, path string) (*Store, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	// _txlock=immediate: every transaction takes the write lock when it
+	// begins, so a transaction that reads before it writes never fails
+	// with a busy snapshot; it waits (busy_timeout) for the lock instead.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, path: path}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
 }
+
+// ErrNoStore is returned (wrapped) by OpenReadOnly for a path where no
+// store exists.
+var ErrNoStore = errors.New("no store")
+
+// OpenReadOnly opens an existing store for reading only: it never creates
+// the file, never migrates it and never writes to it, so it works on a
+// read-only file or directory. A store whose schema is older than this
+// tally's is refused with a message saying which command upgrades it.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("store %s does not exist (%w; read-only commands never create one)", path, ErrNoStore)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("store %s is a directory, not a store file", path)
+	}
+	// mode=ro needs the WAL index (-shm) beside the file, which a
+	// read-only directory cannot hold; immutable=1 then reads the file
+	// alone (any writer on such a store would have to have left the WAL
+	// checkpointed, as closing a store does).
+	var lastErr error
+	for _, params := range []string{"mode=ro", "mode=ro&immutable=1"} {
+		dsn := "file:" + path + "?" + params + "&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+		db.SetMaxOpenConns(4)
+		var v int
+		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			db.Close()
+			lastErr = err
+			continue
+		}
+		// A file that is not a store (or a store nothing was written to)
+		// has version 0 and no tables.
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master").Scan(new(int)); err != nil {
+			db.Close()
+			lastErr = err
+			continue
+		}
+		switch {
+		case v > len(migrations):
+			db.Close()
+			return nil, fmt.Errorf("open store %s: schema version %d is newer than this tally (%d): upgrade tally", path, v, len(migrations))
+		case v == 0:
+			db.Close()
+			return nil, fmt.Errorf("open store %s: not a tally store (empty or no schema)", path)
+		case v < len(migrations):
+			db.Close()
+			return nil, fmt.Errorf("open store %s: schema version %d is older than this tally's (%d); a writing command (tally rescore with the same flags) upgrades it", path, v, len(migrations))
+		}
+		return &Store{db: db, path: path, readOnly: true}, nil
+	}
+	return nil, fmt.Errorf("open store %s read-only: %w", path, lastErr)
+}
+
+// ReadOnly reports whether the store was opened with OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // Path is the file the store lives in.
 func (s *Store) Path() string { return s.path }
@@ -111,32 +192,56 @@ func (s *Store) Path() string { return s.path }
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-func (s *Store) migrate(ctx context.Context) error {
-	var v int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if v > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
-	}
-	for i := v; i < len(migrations); i++ {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
+// migrateRetrying runs migrate, retrying while another process holds the
+// store in a way the busy timeout does not wait for (SQLite reports
+// SQLITE_BUSY at once while a new file is switched to WAL mode).
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 5 * time.Millisecond
+	for {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
+		wait = min(2*wait, 200*time.Millisecond)
 	}
-	return nil
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
+// migrate applies the pending migrations inside one write-locked
+// transaction, re-reading the version once the lock is held, so concurrent
+// openers serialise and each migration runs once.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
+		}
+		for i := v; i < len(migrations); i++ {
+			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+		}
+		if v < len(migrations) {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+				return fmt.Errorf("record schema version %d: %w", len(migrations), err)
+			}
+		}
+		return nil
+	})
 }
 
 // Sample is a stored benchmark sample.
@@ -230,9 +335,19 @@ type Score struct {
 	SettingKey string // canonical sequences
 	Budget     int
 	Metric     string
-	Value      float64
-	Prediction string // the truncated text that was scored
+	Value      float64 // NaN for an undefined value (stored as NULL)
+	Prediction string  // the truncated text that was scored
 	RunID      int64
+	// Digest identifies everything that produced the value (references,
+	// metadata, metrics and their versions, task scoring fields, stop
+	// setting, budget, prediction): a score whose digest differs from the
+	// current one is stale and is recomputed before it is shown.
+	Digest string
+}
+
+// Key is the (generation, sample, setting, budget) the score belongs to.
+func (x Score) Key() ScoreKey {
+	return ScoreKey{GenKey: x.GenKey, Task: x.Task, SampleID: x.SampleID, SettingKey: x.SettingKey, Budget: x.Budget}
 }
 
 // PutGenerations writes generations (insert or replace by key) and their
@@ -263,7 +378,9 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 	})
 }
 
-// PutScores writes scores (insert or replace) in one transaction.
+// PutScores writes scores in one transaction. The scores of each
+// (generation, sample, setting, budget) present replace every score stored
+// for it, so a metric the task no longer names disappears.
 func (s *Store) PutScores(ctx context.Context, scores []Score) error {
 	return s.tx(ctx, func(tx *sql.Tx) error { return putScores(ctx, tx, scores) })
 }
@@ -272,21 +389,58 @@ func putScores(ctx context.Context, tx *sql.Tx, scores []Score) error {
 	if len(scores) == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id)
-		VALUES(?,?,?,?,?,?,?,?,?,?)
+	del, err := tx.PrepareContext(ctx, `DELETE FROM scores WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
+	if err != nil {
+		return err
+	}
+	defer del.Close()
+	seen := map[ScoreKey]bool{}
+	for _, x := range scores {
+		k := x.Key()
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, err := del.ExecContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
+			return fmt.Errorf("replace scores of %s/%s: %w", k.Task, k.SampleID, err)
+		}
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
-		value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id`)
+		value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for _, x := range scores {
+		var v any = x.Value
+		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
+			v = nil
+		}
 		if _, err := st.ExecContext(ctx, x.GenKey, x.Task, x.SampleID, x.Setting, x.SettingKey, x.Budget, x.Metric,
-			x.Value, x.Prediction, x.RunID); err != nil {
+			v, x.Prediction, x.RunID, x.Digest); err != nil {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
 	return nil
+}
+
+// DeleteScores removes every score stored for the given keys (a sample
+// that no longer has anything to score under a setting).
+func (s *Store) DeleteScores(ctx context.Context, keys []ScoreKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM scores WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`,
+				k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
+				return fmt.Errorf("delete scores of %s/%s: %w", k.Task, k.SampleID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // scanThreshold is the number of keys above which reads scan a model's rows
@@ -374,28 +528,33 @@ type ScoreKey struct {
 	Budget                             int
 }
 
-// ScoredMetrics returns, for each (generation, sample, setting, budget) that
-// has scores, the set of metric names stored for it, restricted to the given
-// generation keys (read by one scan of the model's rows when there are many).
-func (s *Store) ScoredMetrics(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]map[string]bool, error) {
-	out := map[ScoreKey]map[string]bool{}
+// MixedDigest is what ScoreDigests reports for a key whose stored scores
+// carry different digests (never equal to a current digest).
+const MixedDigest = "mixed"
+
+// ScoreDigests returns, for each (generation, sample, setting, budget) that
+// has scores, the digest they were computed under (MixedDigest when they
+// disagree), restricted to the given generation keys (read by one scan of
+// the model's rows when there are many).
+func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]string, error) {
+	out := map[ScoreKey]string{}
 	want := make(map[string]bool, len(genKeys))
 	for _, k := range genKeys {
 		want[k] = true
 	}
-	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.metric",
+	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.digest",
 		"FROM scores s WHERE s.gen_key", "FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?",
 		func(rows *sql.Rows) (string, error) {
 			var k ScoreKey
-			var m string
-			if err := rows.Scan(&k.GenKey, &k.Task, &k.SampleID, &k.SettingKey, &k.Budget, &m); err != nil {
+			var d string
+			if err := rows.Scan(&k.GenKey, &k.Task, &k.SampleID, &k.SettingKey, &k.Budget, &d); err != nil {
 				return "", err
 			}
 			if want[k.GenKey] {
-				if out[k] == nil {
-					out[k] = map[string]bool{}
+				if old, ok := out[k]; ok && old != d {
+					d = MixedDigest
 				}
-				out[k][m] = true
+				out[k] = d
 			}
 			return k.GenKey, nil
 		})
@@ -405,22 +564,28 @@ func (s *Store) ScoredMetrics(ctx context.Context, fingerprint string, genKeys [
 	return out, nil
 }
 
-// ScoresFor returns the stored scores of the given generation keys.
+// ScoresFor returns the stored scores of the given generation keys. An
+// undefined value (stored as NULL) reads as NaN.
 func (s *Store) ScoresFor(ctx context.Context, genKeys []string) ([]Score, error) {
 	var out []Score
 	const chunk = 500
 	for i := 0; i < len(genKeys); i += chunk {
 		part := genKeys[i:min(i+chunk, len(genKeys))]
-		rows, err := s.db.QueryContext(ctx, `SELECT gen_key,task,sample_id,setting,setting_key,budget,metric,COALESCE(value,0),prediction,COALESCE(run_id,0)
+		rows, err := s.db.QueryContext(ctx, `SELECT gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,COALESCE(run_id,0),digest
 			FROM scores WHERE gen_key IN (`+placeholders(len(part))+`)`, anys(part)...)
 		if err != nil {
 			return nil, fmt.Errorf("read scores: %w", err)
 		}
 		for rows.Next() {
 			var x Score
-			if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.Setting, &x.SettingKey, &x.Budget, &x.Metric, &x.Value, &x.Prediction, &x.RunID); err != nil {
+			var v sql.NullFloat64
+			if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.Setting, &x.SettingKey, &x.Budget, &x.Metric, &v, &x.Prediction, &x.RunID, &x.Digest); err != nil {
 				rows.Close()
 				return nil, err
+			}
+			x.Value = math.NaN()
+			if v.Valid {
+				x.Value = v.Float64
 			}
 			out = append(out, x)
 		}
@@ -434,7 +599,7 @@ func (s *Store) ScoresFor(ctx context.Context, genKeys []string) ([]Score, error
 // Counts returns the number of rows in each table, for checks and tests.
 func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, t := range []string{"runs", "samples", "generations", "scores"} {
+	for _, t := range []string{"runs", "samples", "generations", "scores", "claims"} {
 		var n int
 		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count %s: %w", t, err)
@@ -485,15 +650,16 @@ func (s *Store) FinishRun(ctx context.Context, id int64, status string, genToken
 }
 
 // Throughput returns generated tokens per second measured over earlier runs
-// of a model fingerprint, and whether any were measured.
+// of a model fingerprint, and whether any were measured (a positive, finite
+// rate whenever ok).
 func (s *Store) Throughput(ctx context.Context, fingerprint string) (float64, bool, error) {
 	var tok sql.NullInt64
 	var secs sql.NullFloat64
-	err := s.db.QueryRowContext(ctx, `SELECT SUM(generated_tokens), SUM(gen_seconds) FROM runs WHERE fingerprint=? AND gen_seconds > 0`, fingerprint).Scan(&tok, &secs)
+	err := s.db.QueryRowContext(ctx, `SELECT SUM(generated_tokens), SUM(gen_seconds) FROM runs WHERE fingerprint=? AND gen_seconds > 0 AND generated_tokens > 0`, fingerprint).Scan(&tok, &secs)
 	if err != nil {
 		return 0, false, fmt.Errorf("read throughput: %w", err)
 	}
-	if !tok.Valid || !secs.Valid || secs.Float64 <= 0 {
+	if !tok.Valid || !secs.Valid || secs.Float64 <= 0 || tok.Int64 <= 0 {
 		return 0, false, nil
 	}
 	return float64(tok.Int64) / secs.Float64, true, nil

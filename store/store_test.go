@@ -66,8 +66,8 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if n["generations"] != 1 || n["scores"] != 1 {
 		t.Errorf("counts %v", n)
 	}
-	sm, err := s.ScoredMetrics(ctx, "", []string{g.Key})
-	if err != nil || !sm[ScoreKey{g.Key, "t", "1", ".", 8}]["em"] {
+	sm, err := s.ScoreDigests(ctx, "", []string{g.Key})
+	if _, ok := sm[ScoreKey{g.Key, "t", "1", ".", 8}]; err != nil || !ok {
 		t.Errorf("scored metrics %v %v", sm, err)
 	}
 }

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestReadOnly checks finding 5 of issue 11: read-only opening never
+// creates a store, works on a read-only file and directory, and never
+// writes (not even the schema version).
+func TestReadOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo.db")
+	_, err := OpenReadOnly(ctx, missing)
+	if err == nil || !errors.Is(err, ErrNoStore) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing store: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("read-only open created %s", missing)
+	}
+
+	sub := filepath.Join(dir, "ro")
+	os.Mkdir(sub, 0o755)
+	path := filepath.Join(sub, "t.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gen(1)
+	if err := s.PutGenerations(ctx, []Generation{g}, []Score{{GenKey: g.Key, Task: "t", SampleID: "1", SettingKey: ".", Budget: 8, Metric: "em", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	os.Chmod(path, 0o444)
+	os.Chmod(sub, 0o555)
+	t.Cleanup(func() { os.Chmod(sub, 0o755); os.Chmod(path, 0o644) })
+	if f, err := os.Create(filepath.Join(sub, "probe")); err == nil {
+		// root ignores the modes: the checks below still show that
+		// nothing is written.
+		f.Close()
+		os.Remove(f.Name())
+		t.Log("permissions not enforced for this user; checking that nothing is written")
+	}
+	before, _ := os.ReadFile(path)
+	r, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("read-only store: %v", err)
+	}
+	defer r.Close()
+	got, err := r.ScoresFor(ctx, []string{g.Key})
+	if err != nil || len(got) != 1 || got[0].Value != 1 {
+		t.Fatalf("read %v %v", got, err)
+	}
+	if err := r.PutScores(ctx, got); err == nil {
+		t.Error("a read-only store accepted a write")
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("a read-only open changed the store file")
+	}
+}
+
+// TestReadOnlyOlderSchema: a read-only open of a store with an older
+// schema says so, names the command that upgrades it, and leaves it as it
+// was.
+func TestReadOnlyOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.db.Exec("PRAGMA user_version = 1")
+	s.Close()
+	_, err = OpenReadOnly(ctx, path)
+	if err == nil || !strings.Contains(err.Error(), "older") {
+		t.Fatalf("older schema: %v", err)
+	}
+}
+
+// TestConcurrentMigrations checks finding 6 of issue 11: many openers of a
+// new store at once all succeed and migrate it once.
+func TestConcurrentMigrations(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(ctx, path)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("opener %d: %v", i, err)
+		}
+	}
+}
+
+// TestClaims: a key held by a live owner is not claimed by another; an
+// expired claim is taken over; release frees it.
+func TestClaims(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	keys := []string{"a", "b", "c"}
+	r, err := s.Claim(ctx, "p1", keys[:2], 0, time.Hour)
+	if err != nil || len(r.Claimed) != 2 || r.TakenOver != 0 {
+		t.Fatalf("p1 claim %+v %v", r, err)
+	}
+	r, err = s.Claim(ctx, "p2", keys, 0, time.Hour)
+	if err != nil || len(r.Claimed) != 1 || r.Claimed[0] != "c" {
+		t.Fatalf("p2 claim %+v %v", r, err)
+	}
+	// p1 "dies": its lease is made to lapse.
+	if err := s.Renew(ctx, "p1", -time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Claim(ctx, "p2", keys, 0, time.Hour)
+	if err != nil || len(r.Claimed) != 3 || r.TakenOver != 2 {
+		t.Fatalf("take over %+v %v", r, err)
+	}
+	if err := s.Release(ctx, "p2", []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	who, _ := s.Claimants(ctx, keys)
+	if who["a"] != "" || who["b"] != "p2" {
+		t.Fatalf("claimants %v", who)
+	}
+	s.Release(ctx, "p2", nil)
+	if n, _ := s.Counts(ctx); n["claims"] != 0 {
+		t.Fatalf("claims left %v", n)
+	}
+}
+
+// TestScoresReplaceAndDigest: writing the scores of a (sample, setting)
+// replaces all of its stored scores (a dropped metric disappears), digests
+// round-trip, and NaN is stored as NULL and read back as NaN.
+func TestScoresReplaceAndDigest(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	g := gen(1)
+	base := Score{GenKey: g.Key, Task: "t", SampleID: "1", SettingKey: ".", Budget: 8, Digest: "d1"}
+	em, f1 := base, base
+	em.Metric, em.Value = "em", 1
+	f1.Metric, f1.Value = "f1", math.NaN()
+	if err := s.PutGenerations(ctx, []Generation{g}, []Score{em, f1}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := s.ScoreDigests(ctx, "", []string{g.Key})
+	if d[base.Key()] != "d1" {
+		t.Fatalf("digests %v", d)
+	}
+	got, _ := s.ScoresFor(ctx, []string{g.Key})
+	for _, x := range got {
+		if x.Metric == "f1" && !math.IsNaN(x.Value) {
+			t.Errorf("NaN read back as %v", x.Value)
+		}
+	}
+	em.Digest = "d2"
+	if err := s.PutScores(ctx, []Score{em}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.ScoresFor(ctx, []string{g.Key})
+	if len(got) != 1 || got[0].Metric != "em" || got[0].Digest != "d2" {
+		t.Fatalf("after replace %+v", got)
+	}
+}
