@@ -16,17 +16,18 @@ import (
 func newCompareCmd() *cobra.Command {
 	return comparisonCmd("compare", true,
 		"Compare stop settings (or models) side by side from stored generations: mean, bootstrap 95% CI, paired difference, changed samples",
-		"compare scores every stop setting from the same stored generations (no model work) and shows, per task and metric, "+
-			"the mean with a bootstrap 95% interval, the paired difference against the first column, and the samples whose score changed. "+
-			"With --against MODEL, the same settings of a second model's stored generations are set beside the first's. "+
+		"compare scores every stop setting from the same stored generations (no model work, and it never writes the store) and shows, per task and metric, "+
+			"the mean with a bootstrap 95% interval, the paired difference against the first setting, and the samples whose score changed. "+
+			"With --against MODEL, the second model's stored generations are set beside the first's, each setting paired by sample with the first model at the same setting. "+
 			"Settings that need more generation are reported; run `tally run` with the same flags first.")
 }
 
 func newReportCmd() *cobra.Command {
 	return comparisonCmd("report", false,
 		"Render stored scores as Markdown, HTML, text or JSON (no scoring, no model work)",
-		"report renders the scores already in the store, as `tally run` or `tally rescore` left them, per task, metric and stop setting "+
-			"(and model, with --against), with bootstrap 95% intervals and paired differences. It never recomputes a score.")
+		"report renders the stored scores per task, metric and stop setting "+
+			"(and model, with --against), with bootstrap 95% intervals and paired differences. It never writes the store: a score whose inputs "+
+			"changed since it was stored (data, metrics, task fields) is recomputed in memory first, and the number recomputed is said on stderr.")
 }
 
 // comparisonCmd builds compare and report: they differ in whether stored
@@ -50,7 +51,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 				return fmt.Errorf("--format %q: want text, markdown, html or json", format)
 			}
 			ctx := cmd.Context()
-			s, err := f.open(ctx, cmd.ErrOrStderr())
+			s, err := f.open(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}
@@ -80,13 +81,23 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
-				return writeJSON(out, rows)
+				err = writeJSON(out, rows)
 			case "markdown", "md":
-				return report.Markdown(out, title, rows, showChanged)
+				err = report.Markdown(out, title, rows, showChanged)
 			case "html":
-				return report.HTML(out, title, rows, showChanged)
+				err = report.HTML(out, title, rows, showChanged)
+			default:
+				err = report.Text(out, rows, showChanged)
 			}
-			return report.Text(out, rows, showChanged)
+			if err != nil {
+				return err
+			}
+			for _, res := range results {
+				if err := failedExit(res); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	f.register(cmd, "", nil)
@@ -100,28 +111,24 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 	return cmd
 }
 
-// collect reads each model's stored scores for the session's tasks, first
-// scoring what the stored generations answer when rescore is set.
-func collect(ctx context.Context, s *session, models []string, bes []backends.Backend, rescore bool, stderr io.Writer) ([]generate.Results, error) {
+// collect reads each model's current scores for the session's tasks,
+// without writing the store: stored scores whose digest is current are
+// used, stale or missing ones are computed in memory.
+func collect(ctx context.Context, s *session, models []string, bes []backends.Backend, _ bool, stderr io.Writer) ([]generate.Results, error) {
 	var results []generate.Results
 	for i, be := range bes {
 		p, err := generate.MakePlan(ctx, s.st, be, s.jobs)
 		if err != nil {
 			return nil, err
 		}
-		if rescore {
-			_, unscorable, err := generate.Rescore(ctx, s.st, p, 0)
-			if err != nil {
-				return nil, err
-			}
-			warnUnscorable(stderr, unscorable)
-		}
-		if pending := p.Counts[generate.Continue] + p.Counts[generate.Missing] + p.Counts[generate.Failed]; pending > 0 {
-			fmt.Fprintf(stderr, "note: %s: %d (sample, setting) pairs need model work and are left out; run `tally run` with the same flags first\n", models[i], pending)
-		}
-		res, err := generate.ReadResults(ctx, s.st, p)
+		res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{})
 		if err != nil {
 			return nil, err
+		}
+		warnUnscorable(stderr, rep.Unscorable)
+		noteRecomputed(stderr, rep.Recomputed, false)
+		if pending := p.Counts[generate.Continue] + p.Counts[generate.Missing]; pending > 0 {
+			fmt.Fprintf(stderr, "note: %s: %d (sample, setting) pairs need model work and are left out; run `tally run` with the same flags first\n", models[i], pending)
 		}
 		results = append(results, res)
 	}

@@ -79,7 +79,7 @@ func TestImportCompareDrop(t *testing.T) {
 		if r.N != n {
 			t.Errorf("%s %s: n=%d, want %d", r.Metric, r.Setting, r.N, n)
 		}
-		mean[r.Metric+" "+r.Setting] = r.Mean.Estimate
+		mean[r.Metric+" "+r.Setting] = float64(r.Mean.Estimate)
 	}
 	// Under "\n" every imported answer is exactly the gold answer.
 	if mean[`drop.em nl=\n`] != 1 || mean[`drop-fixed.em nl=\n`] != 1 {

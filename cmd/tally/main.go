@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,18 +15,52 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Exit statuses (documented in the README).
+const (
+	// ExitError: the command failed (bad flags, data, model or store).
+	ExitError = 1
+	// ExitFailed: the command completed, but some samples failed (backend
+	// error, prompt beyond the context); they count as 0 in the means
+	// printed.
+	ExitFailed = 3
+	// ExitInterrupted: interrupted (Ctrl-C, SIGTERM); finished work is
+	// committed.
+	ExitInterrupted = 130
+)
+
+// exitError is an error that sets tally's exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()
-	if err := root.ExecuteContext(ctx); err != nil {
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "tally: interrupted; finished work is committed, run the same command again to resume")
-			os.Exit(130)
-		}
-		fmt.Fprintln(os.Stderr, "tally:", err)
-		os.Exit(1)
+	err := root.ExecuteContext(ctx)
+	stop()
+	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// exitStatus prints err (if any) on w and returns the exit status for it.
+func exitStatus(err error, w io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(w, "tally: interrupted; finished work is committed, run the same command again to resume")
+		return ExitInterrupted
+	}
+	fmt.Fprintln(w, "tally:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return ExitError
 }
 
 func newRoot() *cobra.Command {

@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"tally/backends"
 	"tally/backends/gomlx"
 	"tally/generate"
+	"tally/report"
 	"tally/store"
 	"tally/tasks"
 )
@@ -35,10 +39,13 @@ type runFlags struct {
 	data        string
 	skipBad     bool
 	set         []string
+	lease       time.Duration
+	fs          *pflag.FlagSet
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
 	fl := cmd.Flags()
+	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, "tasks: built-in names or YAML paths (see `tally tasks`)")
@@ -52,6 +59,29 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
+	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
+	fl.MarkHidden("lease")
+}
+
+// validate checks the numeric flags: each, when given, must be positive.
+func (f *runFlags) validate() error {
+	for _, c := range []struct {
+		name string
+		v    int
+		want string
+	}{
+		{"limit", f.limit, "a positive number of samples"},
+		{"max-tokens", f.maxTokens, "a positive token budget"},
+		{"concurrency", f.concurrency, "at least 1 request in flight"},
+	} {
+		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
+		}
+	}
+	if f.lease <= 0 && f.fs != nil && f.fs.Changed("lease") {
+		return fmt.Errorf("--lease %v: want a positive duration", f.lease)
+	}
+	return nil
 }
 
 // session is what every model-facing command sets up: the store, the
@@ -83,6 +113,9 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 
 // loadJobs resolves tasks and loads their samples; no model is needed.
 func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
+	if err := f.validate(); err != nil {
+		return nil, nil, err
+	}
 	stops, err := f.settings()
 	if err != nil {
 		return nil, nil, err
@@ -103,6 +136,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 	}
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
+	found := map[string]bool{}
 	for _, spec := range f.tasks {
 		cfg, err := tasks.ResolveWith(spec, set)
 		if err != nil {
@@ -115,10 +149,14 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
-		if len(loaded.Samples) == 0 {
+		for _, s := range loaded.Samples {
+			found[s.ID] = true
+		}
+		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
 			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer()}
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
+			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
 		if len(stops) > 0 {
 			j.Settings = stops
 		}
@@ -128,10 +166,26 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		jobs = append(jobs, j)
 		cfgs = append(cfgs, cfg)
 	}
+	var unknown []string
+	for _, id := range f.samples {
+		if !found[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
+	}
+	for _, j := range jobs {
+		if len(j.Samples) == 0 {
+			return nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
+		}
+	}
 	return jobs, cfgs, nil
 }
 
-func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error) {
+// open sets up a session. A read-only session opens an existing store for
+// reading only (never creating, migrating or writing it).
+func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*session, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: pass --model")
 	}
@@ -139,7 +193,11 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, f.storePath)
+	openStore := store.Open
+	if readOnly {
+		openStore = store.OpenReadOnly
+	}
+	st, err := openStore(ctx, f.storePath)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +239,7 @@ func newRunCmd(name, short string) *cobra.Command {
 }
 
 func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io.Writer) error {
-	s, err := f.open(ctx, stderr)
+	s, err := f.open(ctx, stderr, false)
 	if err != nil {
 		return err
 	}
@@ -209,7 +267,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr)})
+	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease})
 	status := "done"
 	if execErr != nil {
 		status = "interrupted"
@@ -240,18 +298,52 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		}
 		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
 	}
-	res, err := generate.ReadResults(ctx, s.st, plan)
+	if sum.ClaimsTakenOver > 0 {
+		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
+	}
+	// Everything now stored, scored under the current inputs: a peer's
+	// generations, and any score whose inputs changed, are (re)computed.
+	res, rep, err := generate.CurrentResults(ctx, s.st, plan, generate.ScoreOptions{Write: true, RunID: runID})
 	if err != nil {
 		return err
 	}
-	sum.Scores = res.Means()
+	warnUnscorable(stderr, rep.Unscorable)
+	sum.Recomputed += rep.Recomputed
+	noteRecomputed(stderr, sum.Recomputed, true)
+	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
 	if f.json {
-		return writeJSON(stdout, sum)
+		if err := writeJSON(stdout, sum); err != nil {
+			return err
+		}
+		return failedExit(res)
 	}
-	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
-		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
+	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
+		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printScores(stdout, s.jobs, res)
-	return nil
+	return failedExit(res)
+}
+
+// noteRecomputed says on stderr how many (sample, setting) pairs had stale
+// scores that were recomputed (stored, or in memory only).
+func noteRecomputed(w io.Writer, n int, stored bool) {
+	if n == 0 {
+		return
+	}
+	where := "and stored"
+	if !stored {
+		where = "in memory (this command never writes the store; `tally rescore` stores them)"
+	}
+	fmt.Fprintf(w, "tally: recomputed %d stale scores (data, metrics or task changed since they were stored) %s\n", n, where)
+}
+
+// failedExit is the error that makes tally exit with ExitFailed when any
+// sample of the results failed, nil otherwise.
+func failedExit(res generate.Results) error {
+	f := res.Failures()
+	if len(f) == 0 {
+		return nil
+	}
+	return &exitError{code: ExitFailed, err: fmt.Errorf("%d (sample, setting) pairs failed and count as 0 in the means (first: %s); `tally plan` lists them, `tally rerun` retries backend errors", len(f), f[0])}
 }
 
 // warnUnscorable names, on stderr, the (sample, setting) pairs a metric
@@ -292,17 +384,32 @@ func writeJSON(w io.Writer, v any) error {
 
 func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn")
+	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn\tfailed")
 	means := res.Means()
+	anyFailed := false
 	for _, j := range jobs {
 		for _, set := range j.Settings {
 			for _, m := range res.Metrics(j.Task) {
-				n := len(res[j.Task][set.Name][m])
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%d\n", j.Task, set.String(), m, means[j.Task][set.Name][m], n)
+				xs := res[j.Task][set.Name][m]
+				failed := 0
+				for _, x := range xs {
+					if x.Failed != "" {
+						failed++
+					}
+				}
+				anyFailed = anyFailed || failed > 0
+				mean := "n/a"
+				if v, ok := means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+					mean = fmt.Sprintf("%.4f", float64(v))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, len(xs), failed)
 			}
 		}
 	}
 	tw.Flush()
+	if anyFailed {
+		fmt.Fprintln(w, "note: "+report.FailedNote)
+	}
 }
 
 func backendStats(be backends.Backend) any {
@@ -314,29 +421,47 @@ func backendStats(be backends.Backend) any {
 
 // planJSON is `tally plan --json`.
 type planJSON struct {
-	Fingerprint      string                       `json:"fingerprint"`
-	Counts           map[generate.Status]int      `json:"counts"`
-	Requests         int                          `json:"requests"`
-	TokensToGenerate int                          `json:"tokens_to_generate"`
-	PromptTokens     int                          `json:"prompt_tokens"`
-	Throughput       float64                      `json:"tokens_per_second"`
-	EstimatedSeconds float64                      `json:"estimated_seconds"`
+	Fingerprint      string                  `json:"fingerprint"`
+	Counts           map[generate.Status]int `json:"counts"`
+	Requests         int                     `json:"requests"`
+	TokensToGenerate int                     `json:"tokens_to_generate"`
+	PromptTokens     int                     `json:"prompt_tokens"`
+	// Throughput and EstimatedSeconds are null when no earlier run of the
+	// model measured a throughput.
+	Throughput       *float64                     `json:"tokens_per_second"`
+	EstimatedSeconds *float64                     `json:"estimated_seconds"`
 	Overflow         int                          `json:"context_overflow"`
+	Stale            int                          `json:"stale_scores"`
 	Tasks            map[string]map[string]counts `json:"tasks"`
+	Failed           []failedSample               `json:"failed"`
+}
+
+// failedSample is a failed sample as plan lists it.
+type failedSample struct {
+	Task   string `json:"task"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 type counts map[generate.Status]int
 
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
-		PromptTokens: p.PromptTokens, Throughput: p.Throughput, EstimatedSeconds: p.EstimatedSeconds, Overflow: p.Overflow,
-		Tasks: map[string]map[string]counts{}}
+		PromptTokens: p.PromptTokens, Overflow: p.Overflow, Stale: p.Stale,
+		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
+	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
+		tps, secs := p.Throughput, p.EstimatedSeconds
+		out.Throughput, out.EstimatedSeconds = &tps, &secs
+	}
 	for _, s := range generate.AllStatuses() {
 		if _, ok := out.Counts[s]; !ok {
 			out.Counts[s] = 0
 		}
 	}
 	for _, it := range p.Items {
+		if it.FailReason != "" {
+			out.Failed = append(out.Failed, failedSample{it.Sample.Task, it.Sample.ID, it.FailReason})
+		}
 		t := out.Tasks[it.Job.Task]
 		if t == nil {
 			t = map[string]counts{}
@@ -380,11 +505,21 @@ func printPlan(w io.Writer, p *generate.Plan) {
 		}
 	}
 	tw.Flush()
-	eta := "unknown (no earlier run of this model in the store)"
-	if p.EstimatedSeconds >= 0 {
-		eta = fmt.Sprintf("about %.1fs at %.1f tokens/s measured earlier", p.EstimatedSeconds, p.Throughput)
+	eta := "unknown (no throughput measured for this model in the store)"
+	if sum.EstimatedSeconds != nil {
+		eta = fmt.Sprintf("about %.1fs at %.1f tokens/s measured earlier", *sum.EstimatedSeconds, *sum.Throughput)
 	}
 	var extra []string
+	for i, fs := range sum.Failed {
+		if i == 20 {
+			extra = append(extra, fmt.Sprintf("… and %d more failed samples (--json lists all)", len(sum.Failed)-i))
+			break
+		}
+		extra = append(extra, fmt.Sprintf("failed: %s/%s: %s", fs.Task, fs.ID, fs.Reason))
+	}
+	if p.Stale > 0 {
+		extra = append(extra, fmt.Sprintf("%d (sample, setting) pairs have stale scores (data, metrics or task changed): they are recomputed, no model work", p.Stale))
+	}
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
@@ -394,7 +529,7 @@ func printPlan(w io.Writer, p *generate.Plan) {
 
 // plannedCommand is a command that opens the store and model, plans the
 // tasks without model work, and hands the plan to do.
-func plannedCommand(use, short string, do func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error) *cobra.Command {
+func plannedCommand(use, short string, readOnly bool, do func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -402,7 +537,7 @@ func plannedCommand(use, short string, do func(ctx context.Context, f *runFlags,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := f.open(ctx, cmd.ErrOrStderr())
+			s, err := f.open(ctx, cmd.ErrOrStderr(), readOnly)
 			if err != nil {
 				return err
 			}
@@ -419,7 +554,7 @@ func plannedCommand(use, short string, do func(ctx context.Context, f *runFlags,
 }
 
 func newPlanCmd() *cobra.Command {
-	return plannedCommand("plan", "Show, before any model work, what a run would reuse, continue, retry and generate",
+	return plannedCommand("plan", "Show, before any model work, what a run would reuse, continue, retry and generate (reads the store, never writes it)", true,
 		func(_ context.Context, f *runFlags, s *session, p *generate.Plan, stdout, _ io.Writer) error {
 			mem := memoryPlan(s.be, p)
 			if f.json {
@@ -435,6 +570,9 @@ func newPlanCmd() *cobra.Command {
 			return nil
 		})
 }
+
+// finite reports whether x is neither NaN nor infinite.
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // memoryPlan describes how the native backend would lay out the plan's work
 // in memory (batch, cache length, prefill chunk), or why it does not fit;
@@ -463,22 +601,23 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 }
 
 func newRescoreCmd() *cobra.Command {
-	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work",
+	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
 		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
-			n, unscorable, err := generate.Rescore(ctx, s.st, p, 0)
+			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
 			if err != nil {
-				return err
+				return fmt.Errorf("rescore: %w", err)
 			}
-			warnUnscorable(stderr, unscorable)
-			res, err := generate.ReadResults(ctx, s.st, p)
-			if err != nil {
-				return err
-			}
+			warnUnscorable(stderr, rep.Unscorable)
+			noteRecomputed(stderr, rep.Recomputed, true)
 			if f.json {
-				return writeJSON(stdout, map[string]any{"rescored": n, "scores": res.Means()})
+				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
+					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {
+					return err
+				}
+				return failedExit(res)
 			}
-			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", n)
+			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
 			printScores(stdout, s.jobs, res)
-			return nil
+			return failedExit(res)
 		})
 }
