@@ -14,7 +14,7 @@ import (
 )
 
 func newCompareCmd() *cobra.Command {
-	return comparisonCmd("compare", true,
+	return comparisonCmd("compare", "text",
 		"Compare stop settings (or models) side by side from stored generations: mean, bootstrap 95% CI, paired difference, changed samples",
 		"compare scores every stop setting from the same stored generations (no model work, and it never writes the store) and shows, per task and metric, "+
 			"the mean with a bootstrap 95% interval, the paired difference against the first setting, and the samples whose score changed. "+
@@ -23,16 +23,16 @@ func newCompareCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	return comparisonCmd("report", false,
+	return comparisonCmd("report", "markdown",
 		"Render stored scores as Markdown, HTML, text or JSON (no scoring, no model work)",
 		"report renders the stored scores per task, metric and stop setting "+
 			"(and model, with --against), with bootstrap 95% intervals and paired differences. It never writes the store: a score whose inputs "+
 			"changed since it was stored (data, metrics, task fields) is recomputed in memory first, and the number recomputed is said on stderr.")
 }
 
-// comparisonCmd builds compare and report: they differ in whether stored
-// generations are (re)scored first and in the default format.
-func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command {
+// comparisonCmd builds compare and report: read-only commands that differ
+// only in their default format (text for compare, Markdown for report).
+func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 	f := &runFlags{}
 	var showChanged int
 	var against, format string
@@ -66,7 +66,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 				defer be.Close()
 				models, bes = append(models, against), append(bes, be)
 			}
-			results, err := collect(ctx, s, models, bes, rescore, cmd.ErrOrStderr())
+			results, err := collect(ctx, s, models, bes, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -101,11 +101,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 		},
 	}
 	f.register(cmd, "", nil)
-	def := "text"
-	if !rescore {
-		def = "markdown"
-	}
-	cmd.Flags().StringVar(&format, "format", def, "output: text, markdown, html or json (--json is json)")
+	cmd.Flags().StringVar(&format, "format", defFormat, "output: text, markdown, html or json (--json is json)")
 	cmd.Flags().IntVar(&showChanged, "show-changed", 10, "list at most N changed samples per row")
 	cmd.Flags().StringVar(&against, "against", "", "a second model whose stored generations are set beside --model's")
 	return cmd
@@ -114,7 +110,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 // collect reads each model's current scores for the session's tasks,
 // without writing the store: stored scores whose digest is current are
 // used, stale or missing ones are computed in memory.
-func collect(ctx context.Context, s *session, models []string, bes []backends.Backend, _ bool, stderr io.Writer) ([]generate.Results, error) {
+func collect(ctx context.Context, s *session, models []string, bes []backends.Backend, stderr io.Writer) ([]generate.Results, error) {
 	var results []generate.Results
 	for i, be := range bes {
 		p, err := generate.MakePlan(ctx, s.st, be, s.jobs)
