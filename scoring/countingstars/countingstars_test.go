@@ -270,11 +270,13 @@ func TestCutResultFile(t *testing.T) {
 	}
 }
 
-// TestPaperEraJSONRepair covers what json_repair accepts, under the
-// paper-era rule. Every expected value is json_repair.loads of json_repair
-// 0.10.1 (src/json_repair/json_repair.py at f004ff7f, run from source under
-// CPython 3.11); the current json_repair (0.61.7, commit 600ede6b) returns
-// the same value for each of these texts.
+// TestPaperEraJSONRepair covers what json_repair accepts: unquoted keys,
+// comments inside the object, full-width punctuation and answers cut
+// mid-list. Every expected value is json_repair.loads, run from source
+// under CPython 3.11, of json_repair 0.10.1 (src/json_repair/json_repair.py
+// at f004ff7f; RepairLoadsPaperEra, the paper-era rule) and of json_repair
+// 0.61.7 (src/json_repair/ at 600ede6b; RepairLoads, which the current rule
+// uses for ZH and fenced answers): both give the same value for each text.
 func TestPaperEraJSONRepair(t *testing.T) {
 	ref := []float64{15, 117, 42, 69}
 	tests := []struct {
@@ -303,6 +305,18 @@ func TestPaperEraJSONRepair(t *testing.T) {
 			}
 			if _, err := Score(RulePaper, tt.lang, "Acquisition", 4, tt.answer, ref); err != nil {
 				t.Errorf("Score: %v", err)
+			}
+			key, _ := answerKey(tt.lang)
+			text := tt.answer
+			if strings.Contains(text, "```") {
+				text = strings.TrimFunc(strings.ReplaceAll(strings.ReplaceAll(text, "```", ""), "json", ""), isSpace)
+			}
+			v, err := RepairLoads(text)
+			if err != nil {
+				t.Fatalf("RepairLoads (json_repair 0.61.7): %v", err)
+			}
+			if obj, ok := v.(map[string]any); !ok || !strictEqual(obj[key], tt.want) {
+				t.Errorf("RepairLoads (json_repair 0.61.7) = %#v, want %s: %#v", v, key, tt.want)
 			}
 		})
 	}
