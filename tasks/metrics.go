@@ -58,9 +58,7 @@ func lookupMetric(name string) (metricFunc, bool) {
 			if err := json.Unmarshal(s.References, &refs); err != nil {
 				return nil, fmt.Errorf("references of %s are not star counts: %w", s.ID, err)
 			}
-			lang, _ := s.Metadata["lang"].(string)
-			testType, _ := s.Metadata["test_type"].(string)
-			scores, err := scorestars.Score(lang, testType, len(refs), pred, refs)
+			scores, err := scorestars.ScoreSample(pred, refs, s.Metadata)
 			if err != nil {
 				// The reference raises on an answer it cannot parse; as a
 				// task metric that answer scores 0 on every star.

@@ -84,6 +84,11 @@ type Config struct {
 	Stars    int    `yaml:"stars"`
 	Lengths  []int  `yaml:"lengths"`
 	Seed     uint64 `yaml:"seed"`
+	// ScoringRule is the Counting-Stars scoring version: "paper" (the
+	// notebook of the published heatmaps), "current", or empty for the
+	// default (paper for Acquisition, current for Reasoning); see
+	// tally/scoring/countingstars Rule.
+	ScoringRule string `yaml:"scoring_rule"`
 	// Judge tasks: the 3C3H judge system prompt file (sp1.md or sp2.md),
 	// and optionally the AraGen questions file the answers are joined with.
 	SystemPrompt string `yaml:"system_prompt"`
@@ -447,7 +452,7 @@ func (c *Config) generated(path string, skipBad bool) ([]datasets.Sample, int, e
 		samples, skipped = l.Samples, l.Skipped
 	case "counting-stars":
 		var err error
-		samples, err = countingstars.Generate(countingstars.Options{Dir: path, Lang: c.Lang, TestType: c.TestType, M: c.Stars, Lengths: c.Lengths, Seed: c.Seed})
+		samples, err = countingstars.Generate(countingstars.Options{Dir: path, Lang: c.Lang, TestType: c.TestType, M: c.Stars, Lengths: c.Lengths, Seed: c.Seed, ScoringRule: c.ScoringRule})
 		if err != nil {
 			return nil, 0, err
 		}

@@ -34,6 +34,7 @@ import (
 	"unicode"
 
 	"tally/datasets"
+	scorestars "tally/scoring/countingstars"
 )
 
 // Test types, as tally/scoring/countingstars names them.
@@ -77,6 +78,12 @@ type Options struct {
 	// Version is "" (the current generator) or "v1" (the first paper
 	// version; ZH acquisition only, M <= 64).
 	Version string
+	// ScoringRule is the scoring version recorded in every sample's
+	// metadata (key MetadataRule of tally/scoring/countingstars): "paper"
+	// (the notebook of the published heatmaps) or "current"; "" is the
+	// default, paper for Acquisition and current for Reasoning (the
+	// paper-era notebook has none); see that package's Rule.
+	ScoringRule string
 }
 
 // DefaultLengths is the original's length grid for n lengths:
@@ -192,6 +199,10 @@ func Generate(opts Options) ([]datasets.Sample, error) {
 	default:
 		return nil, fmt.Errorf("counting-stars: unknown version %q (want v1 or empty)", opts.Version)
 	}
+	rule, err := scorestars.ResolveRule(opts.ScoringRule, testType)
+	if err != nil {
+		return nil, err
+	}
 	if opts.M <= 0 {
 		return nil, fmt.Errorf("counting-stars: M %d must be positive", opts.M)
 	}
@@ -279,6 +290,8 @@ func Generate(opts Options) ([]datasets.Sample, error) {
 			"test_type":    testType,
 			"m":            opts.M,
 			"context_size": j,
+
+			scorestars.MetadataRule: string(rule),
 		}
 		if opts.Version != "" {
 			md["version"] = opts.Version

@@ -61,7 +61,8 @@ func TestReproducesOriginal(t *testing.T) {
 			if s.ID != tc.lang+"-"+tc.testType+"-32-"+itoa(tc.first) || s.Task != TaskName {
 				t.Fatalf("id %q task %q", s.ID, s.Task)
 			}
-			want := map[string]any{"lang": tc.lang, "test_type": tc.testType, "m": 32, "context_size": tc.first}
+			rule := map[string]string{Acquisition: "paper", Reasoning: "current"}[tc.testType] // the default rules
+			want := map[string]any{"lang": tc.lang, "test_type": tc.testType, "m": 32, "context_size": tc.first, "scoring_rule": rule}
 			if !reflect.DeepEqual(s.Metadata, want) {
 				t.Fatalf("metadata %v, want %v", s.Metadata, want)
 			}
@@ -246,6 +247,8 @@ func TestBadOptions(t *testing.T) {
 		{"missing dir", Options{Dir: filepath.Join(dir, "nope"), Lang: "ZH", TestType: Acquisition, M: 32}, "no such file"},
 		{"v1 EN", Options{Dir: dir, Lang: "EN", TestType: Acquisition, M: 32, Version: "v1"}, "version v1"},
 		{"version", Options{Dir: dir, Lang: "EN", TestType: Acquisition, M: 32, Version: "v9"}, "unknown version"},
+		{"scoring rule", Options{Dir: dir, Lang: "EN", TestType: Acquisition, M: 32, ScoringRule: "v1"}, "unknown scoring rule"},
+		{"paper-era reasoning", Options{Dir: dir, Lang: "EN", TestType: Reasoning, M: 32, ScoringRule: "paper"}, "no Reasoning"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,6 +256,20 @@ func TestBadOptions(t *testing.T) {
 				t.Fatalf("error %v, want containing %q", err, tc.errSub)
 			}
 		})
+	}
+}
+
+// TestScoringRule: the task's scoring rule is recorded in every sample's
+// metadata, where the metric reads it.
+func TestScoringRule(t *testing.T) {
+	for _, rule := range []string{"paper", "current"} {
+		got, err := Generate(Options{Dir: contextDir(t), Lang: "ZH", TestType: Acquisition, M: 4, Lengths: []int{100}, ScoringRule: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Metadata["scoring_rule"] != rule {
+			t.Errorf("rule %s: metadata %v", rule, got[0].Metadata)
+		}
 	}
 }
 

@@ -1,11 +1,18 @@
-// Package countingstars reproduces the Counting-Stars scoring.
+// Package countingstars reproduces the Counting-Stars scoring, in the two
+// versions of the reference notebook (see Rule).
 //
-// Reference: nick7nlp/Counting-Stars, commit
-// 32e16f2c2d2be9f38d710e782236315e0821a038, viz.ipynb code cell 1
-// (get_reasoning_score, reduce_duplicate, get_data_EN, get_data_ZH), with
-// json_repair as of mangiucugna/json_repair commit
-// 600ede6be7d125d14812be3bbd7ef3e0b526a84e (see RepairLoads) and the pivot
-// mean as pandas 2 computes DataFrame.mean(axis=None).
+// RulePaper: nick7nlp/Counting-Stars commit
+// 0fddb90d899bf81a3076b387c2989ae72ad19525 (2024-03-25),
+// viz_file/viz.ipynb code cell 1 (reduce_duplicate, get_score,
+// get_data_EN, get_data_ZH), the notebook of the first paper version's
+// heatmaps, with json_repair 0.10.1 (see RepairLoadsPaperEra).
+//
+// RuleCurrent: commit 32e16f2c2d2be9f38d710e782236315e0821a038, viz.ipynb
+// code cell 1 (get_reasoning_score, reduce_duplicate, get_data_EN,
+// get_data_ZH), with json_repair as of mangiucugna/json_repair commit
+// 600ede6be7d125d14812be3bbd7ef3e0b526a84e (see RepairLoads).
+//
+// Both take the pivot mean as pandas 2 computes DataFrame.mean(axis=None).
 package countingstars
 
 import (
@@ -36,6 +43,89 @@ func answerKey(lang string) (string, error) {
 	return "", fmt.Errorf("countingstars: unknown language %q (want EN or ZH)", lang)
 }
 
+// Rule is the version of the reference notebook that scores the answers.
+// The generator has the same split (datasets/countingstars Options.Version).
+type Rule string
+
+const (
+	// RulePaper is the paper-era notebook (viz_file/viz.ipynb at 0fddb90,
+	// 2024-03-25), which made the published heatmaps: every answer goes
+	// through json_repair.loads (json_repair 0.10.1, RepairLoadsPaperEra);
+	// the answer must be a string; Acquisition only (the notebook has no
+	// Reasoning test), and a reference shorter than m raises IndexError.
+	// It is the default.
+	RulePaper Rule = "paper"
+	// RuleCurrent is the later notebook (viz.ipynb at 32e16f2c): an
+	// unfenced EN answer is parsed with plain json.loads (ZH and fenced
+	// answers with json_repair, RepairLoads), and an answer that is already
+	// a JSON object is used as it is; Acquisition and Reasoning (the
+	// default for Reasoning).
+	RuleCurrent Rule = "current"
+)
+
+// MetadataRule is the sample metadata key holding a sample's Rule.
+const MetadataRule = "scoring_rule"
+
+// ParseRule reads a rule name, "paper" or "current".
+func ParseRule(name string) (Rule, error) {
+	switch r := Rule(name); r {
+	case RulePaper, RuleCurrent:
+		return r, nil
+	}
+	return "", fmt.Errorf("countingstars: unknown scoring rule %q (want paper or current)", name)
+}
+
+// ResolveRule is the rule a name selects for a test type, checked with
+// CheckTest. The empty name is the default, the notebook version that
+// scored the published figures of that test: RulePaper for Acquisition,
+// RuleCurrent for Reasoning (the paper-era notebook has no Reasoning).
+func ResolveRule(name, testType string) (Rule, error) {
+	if name == "" {
+		if testType == "Reasoning" {
+			return RuleCurrent, nil
+		}
+		name = string(RulePaper)
+	}
+	r, err := ParseRule(name)
+	if err != nil {
+		return "", err
+	}
+	return r, CheckTest(r, testType)
+}
+
+// RuleOf reads a sample's rule from its metadata: MetadataRule (absent
+// is the default) for test_type, as ResolveRule.
+func RuleOf(metadata map[string]any) (Rule, error) {
+	name := ""
+	if v, ok := metadata[MetadataRule]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("countingstars: metadata %s is a %T, not a rule name", MetadataRule, v)
+		}
+		name = s
+	}
+	testType, _ := metadata["test_type"].(string)
+	return ResolveRule(name, testType)
+}
+
+// CheckTest reports whether rule can score a test type: RulePaper has
+// Acquisition only.
+func CheckTest(rule Rule, testType string) error {
+	if _, err := ParseRule(string(rule)); err != nil {
+		return err
+	}
+	switch testType {
+	case "Acquisition":
+		return nil
+	case "Reasoning":
+		if rule == RuleCurrent {
+			return nil
+		}
+		return errors.New("countingstars: the paper-era scoring rule (viz_file/viz.ipynb@0fddb90) has no Reasoning test; use scoring rule current")
+	}
+	return fmt.Errorf("countingstars: unknown test type %q (want Acquisition or Reasoning)", testType)
+}
+
 // Scalar is the context-size divisor of get_data_EN/get_data_ZH: the column
 // label is int(context_size / Scalar).
 func Scalar(lang, testType string) (float64, error) {
@@ -52,12 +142,23 @@ func Scalar(lang, testType string) (float64, error) {
 	return 0, fmt.Errorf("countingstars: unknown language/test type %q/%q", lang, testType)
 }
 
-// Column is the reference's "Context Size" column: int(contextSize /
-// scalar), truncated toward zero.
-func Column(lang, testType string, contextSize float64) (int64, error) {
+// Column is the reference's column label: int(contextSize / scalar),
+// truncated toward zero ("Context Size"). Under RulePaper it is
+// int(sky_size / 0.725) for ZH and the sky size itself for EN ("Sky Size";
+// an integer in the result files, and required to be one here).
+func Column(rule Rule, lang, testType string, contextSize float64) (int64, error) {
+	if err := CheckTest(rule, testType); err != nil {
+		return 0, err
+	}
 	s, err := Scalar(lang, testType)
 	if err != nil {
 		return 0, err
+	}
+	if rule == RulePaper && lang == "EN" {
+		if contextSize != math.Trunc(contextSize) {
+			return 0, fmt.Errorf("countingstars: sky size %v is not an integer", contextSize)
+		}
+		s = 1
 	}
 	c := math.Trunc(contextSize / s)
 	if math.IsNaN(c) || math.Abs(c) > 1<<62 {
@@ -66,29 +167,49 @@ func Column(lang, testType string, contextSize float64) (int64, error) {
 	return int64(c), nil
 }
 
-// Predicted extracts the predicted list as the reference does: if the
-// answer contains "```", every "```" and every "json" is removed, the text
-// stripped and parsed with json_repair.loads; otherwise EN uses json.loads
-// and ZH json_repair.loads. The value under the language's key is returned
-// (the reference raises when the text does not parse to an object with that
-// key, and so does Predicted).
-func Predicted(lang, answer string) (any, error) {
+// Predicted extracts the predicted list as the rule's notebook does and
+// returns the value under the language's key (the reference raises when
+// the answer does not parse to an object with that key, and so does
+// Predicted). answer is the result file's "answer": a string, or under
+// RuleCurrent an already-parsed JSON value (map[string]any, []any, ...).
+//
+// Both rules first test whether the answer contains "```"; if so, every
+// "```" and every "json" is removed, the text stripped and parsed with
+// json_repair. Otherwise RulePaper parses with json_repair too
+// (RepairLoadsPaperEra) and RuleCurrent with json.loads (EN) or
+// json_repair (ZH, RepairLoads), falling back to answer[key] when that
+// raises: an object answer is used as it is, a string answer that does not
+// parse raises there.
+func Predicted(rule Rule, lang string, answer any) (any, error) {
 	key, err := answerKey(lang)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := ParseRule(string(rule)); err != nil {
+		return nil, err
+	}
+	text, isString := answer.(string)
+	if !isString {
+		return parsedAnswer(rule, key, answer)
+	}
 	var v any
 	switch {
-	case strings.Contains(answer, "```"):
-		text := strings.ReplaceAll(strings.ReplaceAll(answer, "```", ""), "json", "")
-		v, err = RepairLoads(strings.TrimFunc(text, isSpace))
+	case strings.Contains(text, "```"):
+		text = strings.TrimFunc(strings.ReplaceAll(strings.ReplaceAll(text, "```", ""), "json", ""), isSpace)
+		if rule == RulePaper {
+			v, err = RepairLoadsPaperEra(text)
+		} else {
+			v, err = RepairLoads(text)
+		}
+	case rule == RulePaper:
+		v, err = RepairLoadsPaperEra(text)
 	case lang == "EN":
-		v, err = pyjson.Loads(answer)
+		v, err = pyjson.Loads(text)
 		if err == nil {
-			v = typedInts(answer, v)
+			v = typedInts(text, v)
 		}
 	default:
-		v, err = RepairLoads(answer)
+		v, err = RepairLoads(text)
 	}
 	if err != nil {
 		if errors.Is(err, ErrUnsupported) {
@@ -105,6 +226,33 @@ func Predicted(lang, answer string) (any, error) {
 		return nil, fmt.Errorf("countingstars: answer has no key %q (the reference raises KeyError)", key)
 	}
 	return pred, nil
+}
+
+// parsedAnswer handles an answer that is not a string. The paper-era
+// notebook calls json_repair.loads on it, which raises (AttributeError:
+// no strip); a number or null already fails its `"```" in answer`.
+// The current notebook's `"```" in answer` tests an object's keys or a
+// list's items (a match leads to .replace, which raises), json.loads and
+// json_repair.loads raise on a non-string, and its fallback answer[key]
+// works for an object holding key only.
+func parsedAnswer(rule Rule, key string, answer any) (any, error) {
+	if rule == RulePaper {
+		return nil, fmt.Errorf("countingstars: answer is a %s, not a string: the paper-era notebook raises (json_repair.loads needs text; the current scoring rule takes a parsed answer)", pyType(answer))
+	}
+	switch a := answer.(type) {
+	case map[string]any:
+		if _, ok := a["```"]; ok {
+			return nil, errors.New("countingstars: answer is an object with key \"```\" (the reference calls .replace on it and raises)")
+		}
+		pred, ok := a[key]
+		if !ok {
+			return nil, fmt.Errorf("countingstars: answer has no key %q (the reference raises KeyError)", key)
+		}
+		return pred, nil
+	case []any:
+		return nil, errors.New("countingstars: answer is a list (the reference's answer[key] raises TypeError)")
+	}
+	return nil, fmt.Errorf("countingstars: answer is a %s (the reference raises TypeError)", pyType(answer))
 }
 
 func pyType(v any) string {
@@ -192,26 +340,35 @@ func contains(items []any, x float64) bool {
 	return false
 }
 
-// Score scores one answer as get_data_EN/get_data_ZH do: for counting
-// times i = 1..m, Acquisition scores 1 when reference[i-1] is among the
-// reduced predictions (0 when reference is shorter), Reasoning scores by
-// get_reasoning_score against the fixed a_stars/r_stars "32" tables (1 for
-// the right count only, 0.5 for both, 0.25 for the wrong one only, else 0;
-// m > 32 is an error, as the reference's index raises).
-func Score(lang, testType string, m int, answer string, reference []float64) ([]float64, error) {
+// Score scores one answer as the rule's get_data_EN/get_data_ZH do: for
+// counting times i = 1..m, Acquisition scores 1 when reference[i-1] is
+// among the reduced predictions; a reference shorter than m scores 0
+// under RuleCurrent (the index is inside its try) and is an error under
+// RulePaper (get_score's argument raises IndexError). Reasoning
+// (RuleCurrent only) scores by get_reasoning_score against the fixed
+// a_stars/r_stars "32" tables (1 for the right count only, 0.5 for both,
+// 0.25 for the wrong one only, else 0; m > 32 is an error, as the
+// reference's index raises). answer is as Predicted takes it.
+func Score(rule Rule, lang, testType string, m int, answer any, reference []float64) ([]float64, error) {
+	if err := CheckTest(rule, testType); err != nil {
+		return nil, err
+	}
 	if _, err := Scalar(lang, testType); err != nil {
 		return nil, err
 	}
 	if testType == "Reasoning" && m > len(aStars) {
 		return nil, fmt.Errorf("countingstars: Reasoning with m=%d > 32 (the reference's a_stars index raises)", m)
 	}
-	raw, err := Predicted(lang, answer)
+	raw, err := Predicted(rule, lang, answer)
 	if err != nil {
 		return nil, err
 	}
 	pred, err := ReduceDuplicate(raw, m)
 	if err != nil {
 		return nil, err
+	}
+	if rule == RulePaper && m > len(reference) {
+		return nil, fmt.Errorf("countingstars: %d reference counts for m=%d (the paper-era get_score argument raises IndexError)", len(reference), m)
 	}
 	scores := make([]float64, max(m, 0))
 	for i := range scores {
@@ -232,4 +389,17 @@ func Score(lang, testType string, m int, answer string, reference []float64) ([]
 		}
 	}
 	return scores, nil
+}
+
+// ScoreSample scores a generated sample's prediction: the sample's
+// metadata gives lang, test_type and the rule (RuleOf), references the m
+// counts.
+func ScoreSample(pred string, references []float64, metadata map[string]any) ([]float64, error) {
+	rule, err := RuleOf(metadata)
+	if err != nil {
+		return nil, err
+	}
+	lang, _ := metadata["lang"].(string)
+	testType, _ := metadata["test_type"].(string)
+	return Score(rule, lang, testType, len(references), pred, references)
 }

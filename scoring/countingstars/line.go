@@ -7,29 +7,35 @@ import (
 	"strconv"
 
 	"tally/scoring"
+	"tally/scoring/threec3h/pyjson"
 )
 
 // LineMetrics returns the package's line metric: counting-stars.
 func LineMetrics() []scoring.LineMetric {
 	return []scoring.LineMetric{{
 		Name: "counting-stars",
-		Doc: "Counting-Stars scores (nick7nlp/Counting-Stars@32e16f2c viz.ipynb cell 1: get_data_EN/get_data_ZH, " +
-			"reduce_duplicate, get_reasoning_score; json_repair@600ede6b for fenced and ZH answers). Input: " +
-			`{"lang": "EN"|"ZH", "test_type": "Acquisition"|"Reasoning", "m", "answer", "reference": [int,...], "context_size"}. ` +
-			`Output: {"scores": [m cell scores], "mean"}; with --aggregate {"mean": pivot mean rounded to 3 decimals ` +
-			`as numpy does, "pivot": {counting_time: {column: mean}}} where column = int(context_size/scalar).`,
+		Doc: "Counting-Stars scores, by rule: \"paper\" (the default for Acquisition; nick7nlp/Counting-Stars@0fddb90 viz_file/viz.ipynb, " +
+			"which made the published heatmaps: json_repair 0.10.1 on every answer, Acquisition only) or \"current\" " +
+			"(the default for Reasoning; @32e16f2c viz.ipynb: get_data_EN/get_data_ZH, reduce_duplicate, get_reasoning_score; plain json.loads for " +
+			"unfenced EN answers, json_repair@600ede6b for fenced and ZH ones, an already-parsed object answer accepted). Input: " +
+			`{"rule": "paper"|"current", "lang": "EN"|"ZH", "test_type": "Acquisition"|"Reasoning", "m", "answer" (a string, ` +
+			`or a JSON object under rule current), "reference": [int,...], "context_size" (the result file's context_size ` +
+			`or sky_size)}. Output: {"scores": [m cell scores], "mean"}; with --aggregate {"mean": pivot mean rounded to 3 ` +
+			`decimals as numpy does, "pivot": {counting_time: {column: mean}}} where column = int(context_size/scalar) ` +
+			`(rule paper: the sky size for EN, int(sky_size/0.725) for ZH).`,
 		Score:     scoreLine,
 		Aggregate: aggregateLines,
 	}}
 }
 
 type input struct {
-	Lang        string    `json:"lang"`
-	TestType    string    `json:"test_type"`
-	M           *int      `json:"m"`
-	Answer      *string   `json:"answer"`
-	Reference   []float64 `json:"reference"`
-	ContextSize *float64  `json:"context_size"`
+	Rule        string          `json:"rule"`
+	Lang        string          `json:"lang"`
+	TestType    string          `json:"test_type"`
+	M           *int            `json:"m"`
+	Answer      json.RawMessage `json:"answer"`
+	Reference   []float64       `json:"reference"`
+	ContextSize *float64        `json:"context_size"`
 }
 
 type output struct {
@@ -45,8 +51,29 @@ func scoreInput(line json.RawMessage) (input, []float64, error) {
 	if in.M == nil || in.Answer == nil {
 		return in, nil, fmt.Errorf("counting-stars: line needs m and answer")
 	}
-	s, err := Score(in.Lang, in.TestType, *in.M, *in.Answer, in.Reference)
+	rule, err := ResolveRule(in.Rule, in.TestType)
+	if err != nil {
+		return in, nil, err
+	}
+	in.Rule = string(rule)
+	answer, err := decodeAnswer(in.Answer)
+	if err != nil {
+		return in, nil, err
+	}
+	s, err := Score(rule, in.Lang, in.TestType, *in.M, answer, in.Reference)
 	return in, s, err
+}
+
+// decodeAnswer reads the "answer" field as the reference's jsonlines
+// reader does (json.loads: integers stay integers): a string, or an
+// already-parsed JSON value.
+func decodeAnswer(raw json.RawMessage) (any, error) {
+	text := string(raw)
+	v, err := pyjson.Loads(text)
+	if err != nil {
+		return nil, fmt.Errorf("counting-stars: reading answer: %w", err)
+	}
+	return typedInts(text, v), nil
 }
 
 func scoreLine(line json.RawMessage) (any, error) {
@@ -76,7 +103,7 @@ func aggregateLines(lines []json.RawMessage) (any, error) {
 		if in.ContextSize == nil {
 			return nil, fmt.Errorf("counting-stars: line %d: aggregate needs context_size", i+1)
 		}
-		col, err := Column(in.Lang, in.TestType, *in.ContextSize)
+		col, err := Column(Rule(in.Rule), in.Lang, in.TestType, *in.ContextSize)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}

@@ -45,7 +45,10 @@ type repairParser struct {
 // JSON (json.loads fast path); prose before and after the value (skipped,
 // with "#", "//" and "/* */" comments); a valid value after a prefix
 // (raw_decode fast path); objects and arrays with double- or single-quoted
-// keys and strings, numbers (json_repair's own number rules: "1,234" in an
+// keys and strings, unquoted keys, comments before keys, after values and
+// inside arrays, whatever stands after a key in place of ':' (a full-width
+// '：' is stepped over) and stray characters between array items (a
+// full-width '，'), numbers (json_repair's own number rules: "1,234" in an
 // object value and "1/2" stay strings, "007" is 7, "..." is dropped from
 // arrays), trailing or missing commas, and missing closing brackets; and
 // several top-level values (collected in a list, or replaced when they have
@@ -307,39 +310,15 @@ func (p *repairParser) parenCouldStartValue() bool {
 	return strings.HasPrefix(rest, "true") || strings.HasPrefix(rest, "null") || rest == "false"
 }
 
-// parseComment is parse_comment, reproduced at the top level only.
+// parseComment is parse_comment: one comment is skipped ("#" and "//" to
+// the end of the line, "/*" to "*/", a lone "/" alone); inside a
+// structure it yields "", at the top level every following comment is
+// skipped too and the next value parsed.
 func (p *repairParser) parseComment() (any, error) {
-	if len(p.ctx) != 0 {
-		return nil, ErrUnsupported
-	}
 	for {
-		c, _ := p.char()
-		switch {
-		case c == '#':
-			for p.i < len(p.s) && p.s[p.i] != '\n' && p.s[p.i] != '\r' {
-				p.i++
-			}
-		case c == '/':
-			next, _ := p.at(1)
-			switch next {
-			case '/':
-				p.i += 2
-				for p.i < len(p.s) && p.s[p.i] != '\n' && p.s[p.i] != '\r' {
-					p.i++
-				}
-			case '*':
-				p.i += 2
-				// The reference accumulates "/*" plus each character and
-				// stops once the text ends with "*/", so "/*/" closes.
-				for p.i < len(p.s) {
-					p.i++
-					if p.s[p.i-1] == '/' && p.s[p.i-2] == '*' {
-						break
-					}
-				}
-			default:
-				p.i++
-			}
+		p.skipComment()
+		if len(p.ctx) != 0 {
+			return "", nil
 		}
 		p.skipSpaces()
 		if c, ok := p.char(); ok && (c == '#' || c == '/') {
@@ -347,6 +326,159 @@ func (p *repairParser) parseComment() (any, error) {
 		}
 		return p.parseJSON()
 	}
+}
+
+// skipComment skips the comment at p.i. A "#" comment also ends before
+// ']' inside an array, '}' inside an object value and ':' inside a key.
+func (p *repairParser) skipComment() {
+	c, _ := p.char()
+	switch {
+	case c == '#':
+		for p.i < len(p.s) {
+			ch := p.s[p.i]
+			if ch == '\n' || ch == '\r' || (ch == ']' && p.inCtx(ctxArray)) ||
+				(ch == '}' && p.inCtx(ctxObjectValue)) || (ch == ':' && p.inCtx(ctxObjectKey)) {
+				break
+			}
+			p.i++
+		}
+	case c == '/':
+		next, _ := p.at(1)
+		switch next {
+		case '/':
+			p.i += 2
+			for p.i < len(p.s) && p.s[p.i] != '\n' && p.s[p.i] != '\r' {
+				p.i++
+			}
+		case '*':
+			p.i += 2
+			// The reference accumulates "/*" plus each character and
+			// stops once the text ends with "*/", so "/*/" closes.
+			for p.i < len(p.s) {
+				p.i++
+				if p.s[p.i-1] == '/' && p.s[p.i-2] == '*' {
+					break
+				}
+			}
+		default:
+			p.i++
+		}
+	}
+}
+
+// objectKey is _parse_object_key: comments before the key are skipped
+// (parse_string hands them to parse_comment, which yields ""), then the key
+// is read quoted (keyString) or bare (bareKey). Keys starting otherwise
+// are unsupported.
+func (p *repairParser) objectKey() (string, error) {
+	p.push(ctxObjectKey)
+	defer p.pop()
+	key := ""
+	for {
+		c, ok := p.char()
+		if !ok {
+			return key, nil
+		}
+		switch {
+		case c == '[' && key == "":
+			return "", ErrUnsupported // _merge_object_array_continuation
+		case c == '#' || c == '/':
+			p.skipComment()
+			key = ""
+		case c == '"' || c == '\'':
+			k, err := p.keyString()
+			if err != nil {
+				return "", err
+			}
+			key = k
+		case unicode.IsLetter(c) || (c >= '0' && c <= '9'):
+			k, err := p.bareKey()
+			if err != nil {
+				return "", err
+			}
+			key = k
+		default:
+			return "", ErrUnsupported
+		}
+		if key == "" {
+			p.skipSpaces()
+		}
+		if key != "" {
+			return key, nil
+		}
+		if c, ok := p.char(); ok && (c == ':' || c == '}') {
+			return key, nil
+		}
+	}
+}
+
+// keyString reads a quoted key. Followed by ':', it is simpleString (the
+// fast path). Otherwise parse_string's general loop decides where it ends:
+// at the closing quote when, scanning on from it, a ':' or '}' (or, inside
+// an array, ']' or ',') or the end of the text comes before another quote,
+// or that quote follows only whitespace or a backslash. Keys whose body
+// needs the loop's other rules (escapes, brackets, ':', a leading '`') are
+// unsupported.
+func (p *repairParser) keyString() (string, error) {
+	if v, err := p.simpleString(); err == nil {
+		return v.(string), nil
+	}
+	q := p.s[p.i]
+	j := p.i + 1
+	for j < len(p.s) && p.s[j] != q {
+		switch p.s[j] {
+		case '\\', '"', '\'', '“', '”', '„', '\n', '\r', '[', ']', '{', '}', ':':
+			return "", ErrUnsupported
+		}
+		j++
+	}
+	if j >= len(p.s) || j == p.i+1 || p.s[p.i+1] == '`' {
+		return "", ErrUnsupported
+	}
+	for k := j + 1; k < len(p.s); k++ {
+		ch := p.s[k]
+		if ch == q {
+			if p.s[k-1] != '\\' && strings.TrimFunc(string(p.s[j+1:k]), isSpace) != "" {
+				return "", ErrUnsupported // the quote would be taken as part of the key
+			}
+			break
+		}
+		if ch == ':' || ch == '}' || (p.inCtx(ctxArray) && (ch == ']' || ch == ',')) {
+			break
+		}
+	}
+	key := string(p.s[p.i+1 : j])
+	p.i = j + 1
+	return key, nil
+}
+
+// bareKey reads an unquoted key (parse_string with the left quote
+// missing): up to ':' or whitespace, commas included. When whitespace is
+// followed by neither ':' nor ',', the reference takes the word for a
+// comment and yields "". A quote, backslash or bracket inside is
+// unsupported.
+func (p *repairParser) bareKey() (string, error) {
+	start := p.i
+	for p.i < len(p.s) {
+		ch := p.s[p.i]
+		if ch == ':' || isSpace(ch) {
+			break
+		}
+		switch ch {
+		case '"', '\\', '„', '[', ']', '{', '}':
+			p.i = start
+			return "", ErrUnsupported
+		}
+		p.i++
+	}
+	key := string(p.s[start:p.i])
+	if p.i < len(p.s) && isSpace(p.s[p.i]) {
+		p.skipSpaces()
+		if c, ok := p.char(); !ok || (c != ':' && c != ',') {
+			return "", nil
+		}
+	}
+	return key, nil
 }
 
 // parseObject is parse_object without schema; p.i is just past '{'.
@@ -362,31 +494,22 @@ func (p *repairParser) parseObject() (any, error) {
 		if c, _ := p.char(); c == ':' {
 			return nil, ErrUnsupported
 		}
-		// key
-		c, ok = p.char()
-		if !ok {
-			break // `while self.get_char_at()` in _parse_object_key ends; key ""
-		}
-		if c == '[' || (c != '"' && c != '\'') {
-			return nil, ErrUnsupported
-		}
-		p.push(ctxObjectKey)
-		kv, err := p.simpleString()
-		p.pop()
+		key, err := p.objectKey()
 		if err != nil {
 			return nil, err
-		}
-		key := kv.(string)
-		if key == "" {
-			return nil, ErrUnsupported
 		}
 		if _, dup := obj[key]; dup && p.inCtx(ctxArray) {
 			return nil, ErrUnsupported
 		}
 		p.skipSpaces()
-		if c, ok := p.char(); !ok || c != ':' {
-			return nil, ErrUnsupported
+		if c, ok := p.char(); !ok || c == '}' {
+			continue // the key is dropped
 		}
+		if key == "" {
+			return nil, ErrUnsupported // an empty key followed by ':'
+		}
+		// ':' or whatever stands in its place (a full-width '：') is
+		// consumed: parse_object steps over one character either way.
 		p.i++
 		// value
 		p.push(ctxObjectValue)
@@ -412,9 +535,6 @@ func (p *repairParser) parseObject() (any, error) {
 			return nil, ErrUnsupported
 		}
 		p.skipSpaces()
-		if c, ok := p.char(); ok && c != '}' && c != '"' && c != '\'' {
-			return nil, ErrUnsupported
-		}
 	}
 	p.i++
 	if len(obj) == 0 && p.i-start > 2 {

@@ -94,3 +94,39 @@ func TestRepairVectors(t *testing.T) {
 	}
 	t.Logf("repair vectors: %d match, %d declined (ErrUnsupported), %d mismatch, of %d", match, unsupported, bad, len(vs))
 }
+
+// TestRepairPaperEraVectors requires RepairLoadsPaperEra to match
+// json_repair.loads of json_repair 0.10.1 (PaperEraJSONRepair) on every
+// vector of testdata/repair0101.jsonl: the same value, an error where the
+// reference raises, and ErrUnsupported only where the reference's dict has
+// a non-string key or it raises RecursionError.
+func TestRepairPaperEraVectors(t *testing.T) {
+	vs := readLines(t, "repair0101.jsonl")
+	match, unsupported := 0, 0
+	for i, v := range vs {
+		text := v["text"].(string)
+		got, err := RepairLoadsPaperEra(text)
+		wantErr, isErr := v["error"].(string)
+		switch {
+		case v["nonstr_keys"] == true || wantErr == "RecursionError":
+			if !errors.Is(err, ErrUnsupported) {
+				t.Errorf("vector %d %q: want ErrUnsupported, got %#v, %v", i+1, text, got, err)
+				continue
+			}
+			unsupported++
+		case isErr:
+			if err == nil || errors.Is(err, ErrUnsupported) {
+				t.Errorf("vector %d %q: the reference raises %s; got %#v, %v", i+1, text, wantErr, got, err)
+				continue
+			}
+			match++
+		case err != nil:
+			t.Errorf("vector %d %q: error %v, want %#v", i+1, text, err, v["expect"])
+		case !strictEqual(got, v["expect"]):
+			t.Errorf("vector %d %q: got %#v, want %#v", i+1, text, got, v["expect"])
+		default:
+			match++
+		}
+	}
+	t.Logf("json_repair 0.10.1 vectors: %d match, %d declined as expected, of %d", match, unsupported, len(vs))
+}

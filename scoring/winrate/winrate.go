@@ -49,10 +49,11 @@ func (f Float) MarshalJSON() ([]byte, error) {
 	return json.Marshal(x)
 }
 
-// ErrNoPreferences is returned when the input has no non-missing
-// preference at all: the reference then builds an object (or empty) column
-// and raises (TypeError from rint, or KeyError for an empty list).
-var ErrNoPreferences = errors.New("winrate: no non-null preference (the reference raises)")
+// ErrNoPreferences is returned for an empty input: the reference's
+// annotations frame then has no "preference" column and get_winrate raises
+// KeyError. Input whose preferences are all missing (NaN) is not an error:
+// see Winrate.
+var ErrNoPreferences = errors.New("winrate: no preference at all (the reference raises KeyError)")
 
 // PairwiseToWinrate is pairwise_to_winrate: prefs holds one preference per
 // instruction, 2 = model wins, 1 = baseline wins, 1.5 or 0 = draw, NaN =
@@ -68,19 +69,19 @@ func PairwiseToWinrate(prefs []float64) Result {
 }
 
 // Winrate is PairwiseToWinrate with the reference's failures reported: an
-// error when no preference is non-missing (ErrNoPreferences) and when the
-// discrete rule's cast to Int64 fails, that is when a rounded value is
-// infinite or outside the int64 range ("cannot safely cast non-equivalent
-// float64 to int64").
+// error for an empty input (ErrNoPreferences) and when the discrete rule's
+// cast to Int64 fails, that is when a rounded value is infinite or outside
+// the int64 range ("cannot safely cast non-equivalent float64 to int64").
+//
+// Preferences that are all missing are a float64 column of NaN, as
+// alpaca_eval's annotators hand them to get_winrate: every value fails
+// validate_alpacaeval_preference(is_allow_nan=False) in
+// describe_head2head, so both scoring rules describe an empty series:
+// win rates and standard error NaN (null in JSON), every count 0. The
+// ZeroOneScoringRule's .round().astype(Int64) turns NaN into <NA>, which
+// its draw test and .astype(float) carry through as NaN.
 func Winrate(prefs []float64) (Result, error) {
-	seen := false
-	for _, p := range prefs {
-		if !math.IsNaN(p) {
-			seen = true
-			break
-		}
-	}
-	if !seen {
+	if len(prefs) == 0 {
 		return Result{}, ErrNoPreferences
 	}
 	abs := describe(absolutePreprocess(prefs))

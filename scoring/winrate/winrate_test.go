@@ -46,7 +46,11 @@ func TestQuirks(t *testing.T) {
 		{"huge value cannot cast to Int64", []float64{9.3e18, 1, 2}, Result{}, true},
 		{"value inside int64 range is just dropped", []float64{9e18, 1, 2},
 			Result{WinRate: 50, StandardError: 50, NWins: 1, NWinsBase: 1, NTotal: 2, DiscreteWinRate: 50}, false},
-		{"all missing raises", []float64{nan(), nan()}, Result{}, true},
+		// helpers.py describe_head2head drops every NaN: NaN rates, n_total 0.
+		{"all missing is NaN with n_total 0", []float64{nan(), nan()},
+			Result{WinRate: Float(nan()), StandardError: Float(nan()), DiscreteWinRate: Float(nan())}, false},
+		{"one missing is NaN with n_total 0", []float64{nan()},
+			Result{WinRate: Float(nan()), StandardError: Float(nan()), DiscreteWinRate: Float(nan())}, false},
 		{"empty raises", nil, Result{}, true},
 	}
 	for _, tt := range tests {
@@ -249,6 +253,19 @@ func TestLineMetric(t *testing.T) {
 	}
 	if _, err := ms[0].Aggregate([]json.RawMessage{[]byte(`{"preference": "x"}`)}); err == nil {
 		t.Error("want error for a string preference")
+	}
+	// A file whose preferences are all missing follows get_winrate
+	// (helpers.py describe_head2head): NaN rates written as null, n_total 0.
+	out, err = ms[0].Aggregate([]json.RawMessage{[]byte(`{"preference": null}`), []byte(`{"preference": null}`), []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("all-missing file: %v", err)
+	}
+	b, _ = json.Marshal(out)
+	if want := `{"win_rate":null,"standard_error":null,"n_wins":0,"n_wins_base":0,"n_draws":0,"n_total":0,"discrete_win_rate":null}`; string(b) != want {
+		t.Errorf("all-missing file: got %s, want %s", b, want)
+	}
+	if _, err := ms[0].Aggregate(nil); err == nil {
+		t.Error("want an error for an empty file (the reference raises KeyError)")
 	}
 	b, _ = json.Marshal(PairwiseToWinrate([]float64{1}))
 	if want := `{"win_rate":0,"standard_error":null,"n_wins":0,"n_wins_base":1,"n_draws":0,"n_total":1,"discrete_win_rate":0}`; string(b) != want {
