@@ -132,20 +132,9 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 		data = b
 	}
 	if len(set) > 0 {
-		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("read task %s: %w", spec, err)
-		}
-		for k, v := range set {
-			var val any
-			if err := yaml.Unmarshal([]byte(v), &val); err != nil {
-				return nil, fmt.Errorf("--set %s=%s: %w", k, v, err)
-			}
-			m[k] = val
-		}
 		var err error
-		if data, err = yaml.Marshal(m); err != nil {
-			return nil, err
+		if data, err = setFields(data, set); err != nil {
+			return nil, fmt.Errorf("read task %s: %w", spec, err)
 		}
 	}
 	var c Config
@@ -159,6 +148,52 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 		return nil, fmt.Errorf("task %s: %w", spec, err)
 	}
 	return &c, nil
+}
+
+// setFields replaces the value of each named top-level field of the YAML
+// document (adding the field when it is absent) with the value read as
+// YAML, and leaves every other node as it was parsed: styles, quoting and
+// escapes such as "\n" survive.
+func setFields(data []byte, set map[string]string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("the task config is not a YAML mapping")
+	}
+	root := doc.Content[0]
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := set[k]
+		var vdoc yaml.Node
+		if err := yaml.Unmarshal([]byte(v), &vdoc); err != nil {
+			return nil, fmt.Errorf("--set %s=%s: %w", k, v, err)
+		}
+		val := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		if len(vdoc.Content) == 1 {
+			val = vdoc.Content[0]
+		}
+		replaced := false
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == k {
+				root.Content[i+1] = val
+				replaced = true
+			}
+		}
+		if !replaced {
+			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, val)
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("write task config: %w", err)
+	}
+	return out, nil
 }
 
 func (c *Config) validate() error {

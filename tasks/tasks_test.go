@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"tally/internal/sharedtest"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 func shared(t *testing.T, rel string) string {
@@ -198,6 +201,64 @@ func TestTokenF1(t *testing.T) {
 	for _, tc := range tests {
 		if got := TokenF1(tc.pred, tc.refs); got != tc.want {
 			t.Errorf("TokenF1(%q, %q) = %v, want %v", tc.pred, tc.refs, got, tc.want)
+		}
+	}
+}
+
+// TestSetKeepsOtherFields is finding 1 of issue 11: --set max_tokens=24 on
+// the demo task rewrote the YAML through a map and lost the nl stop "\n".
+func TestSetKeepsOtherFields(t *testing.T) {
+	c, err := ResolveWith("demo", map[string]string{"max_tokens": "24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Stop["nl"]; len(got) != 1 || got[0] != "\n" {
+		t.Errorf("nl stop after --set max_tokens=24 = %q, want [\"\\n\"]", got)
+	}
+	c, err = ResolveWith("demo", map[string]string{"max_tokens": "7", "lang": "ZH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxTokens != 7 || c.Lang != "ZH" || c.Stop["nl"][0] != "\n" || c.Prompt != "Question: {{.question}}\nAnswer:" {
+		t.Errorf("--set max_tokens=7 lang=ZH: got %+v", c)
+	}
+	if _, err := ResolveWith("demo", map[string]string{"no_such_field": "1"}); err == nil || !strings.Contains(err.Error(), "no_such_field") {
+		t.Errorf("--set of an unknown field: error %v", err)
+	}
+}
+
+// TestNoOpSetRoundTrips sets every top-level field of every built-in task
+// to its own value, as written in the YAML, and checks the config is
+// unchanged.
+func TestNoOpSetRoundTrips(t *testing.T) {
+	for _, n := range Builtin() {
+		want, err := Resolve(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := builtinFS.ReadFile("builtin/" + n + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		root := doc.Content[0]
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k := root.Content[i].Value
+			v, err := yaml.Marshal(root.Content[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ResolveWith(n, map[string]string{k: string(v)})
+			if err != nil {
+				t.Errorf("%s: --set %s=%s: %v", n, k, v, err)
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: no-op --set %s=%s changed the config:\n got %+v\nwant %+v", n, k, v, got, want)
+			}
 		}
 	}
 }
