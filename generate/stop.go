@@ -140,7 +140,10 @@ func (m *Matcher) Matches() map[string]Match {
 
 // ParseStop parses a command-line stop setting NAME=SEQ[,SEQ…]. Escapes in
 // SEQ (\n, \t, \r, \\, \, for a literal comma, \uXXXX) are decoded here, once.
-// "NAME=" alone is a setting with no sequence.
+// "NAME=" alone is a setting with no sequence (no stop: only the token
+// budget or end-of-sequence ends a generation). Any other spec that yields
+// an empty sequence is an error: a bare comma is a separator, so "comma=,"
+// is refused with a hint to write "comma=\,".
 func ParseStop(arg string) (StopSetting, error) {
 	name, rest, ok := strings.Cut(arg, "=")
 	if !ok || name == "" {
@@ -193,16 +196,18 @@ func ParseStop(arg string) (StopSetting, error) {
 			return StopSetting{}, fmt.Errorf("stop setting %q: unknown escape \\%c (use \\n \\t \\r \\\\ \\, \\uXXXX)", arg, rs[i])
 		}
 	}
-	if rest != "" {
-		seqs = append(seqs, cur.String())
+	if rest == "" {
+		return StopSetting{Name: name}, nil
 	}
-	out := seqs[:0]
+	seqs = append(seqs, cur.String())
 	for _, q := range seqs {
-		if q != "" {
-			out = append(out, q)
+		if q == "" {
+			// Only a bare comma makes an empty part: a leading, trailing or
+			// doubled separator, or a comma meant as the stop itself.
+			return StopSetting{}, fmt.Errorf("stop setting %q: empty stop sequence: a bare ',' separates sequences; write '\\,' for a comma (or NAME= alone for no stop)", arg)
 		}
 	}
-	return StopSetting{Name: name, Seqs: out}, nil
+	return StopSetting{Name: name, Seqs: seqs}, nil
 }
 
 func hexVal(r rune) int {

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -113,6 +114,13 @@ func TestParseStop(t *testing.T) {
 		{`bad=\`, StopSetting{}, true},
 		{`=.`, StopSetting{}, true},
 		{`noequals`, StopSetting{}, true},
+		// Finding 2 of issue 11: a spec yielding an empty sequence.
+		{`comma=,`, StopSetting{}, true},
+		{`a=.,`, StopSetting{}, true},
+		{`a=,.`, StopSetting{}, true},
+		{`a=.,,\n`, StopSetting{}, true},
+		{`a=,,`, StopSetting{}, true},
+		{`a=\,,\,`, StopSetting{"a", []string{",", ","}}, false},
 	}
 	for _, tc := range tests {
 		got, err := ParseStop(tc.in)
@@ -188,13 +196,21 @@ func settingByName(ss []StopSetting, name string) StopSetting {
 }
 
 func FuzzParseStop(f *testing.F) {
-	for _, s := range []string{`a=.`, `b=\n,\t`, `c=\u00e9`, `d=\`, `e=\q`, `f=,,`} {
+	for _, s := range []string{`a=.`, `b=\n,\t`, `c=\u00e9`, `d=\`, `e=\q`, `f=,,`, `g=,`, `h=`, `i=\,`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, arg string) {
 		s, err := ParseStop(arg)
 		if err != nil {
 			return
+		}
+		if rest := arg[strings.Index(arg, "=")+1:]; rest != "" && len(s.Seqs) == 0 {
+			t.Fatalf("%q parsed to no stop; only NAME= means no stop", arg)
+		}
+		for _, q := range s.Seqs {
+			if q == "" {
+				t.Fatalf("%q parsed to an empty sequence: %#v", arg, s)
+			}
 		}
 		back, err := ParseStop(s.String())
 		if err != nil {
