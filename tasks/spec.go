@@ -31,12 +31,3 @@ func (c *Config) ScoringSpec() string {
 	b, _ := json.Marshal(sp) // a struct of strings always marshals
 	return string(b)
 }
-
-// metricVersion is the one place where a metric's version enters the
-// scoring digest. Metrics carry no version yet: the metric registry being
-// built for issue 11 (one definition per metric) will supply it here, and
-// bumping a metric's version will then make every score it produced stale.
-func metricVersion(name string) string {
-	_ = name
-	return ""
-}

@@ -187,23 +187,6 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-func TestTokenF1(t *testing.T) {
-	tests := []struct {
-		pred string
-		refs []string
-		want float64
-	}{
-		{"The cat sat.", []string{"cat sat"}, 1},
-		{"a dog", []string{"the cat"}, 0},
-		{"cat dog", []string{"cat"}, 2.0 / 3},
-		{"", []string{""}, 0},
-	}
-	for _, tc := range tests {
-		if got := TokenF1(tc.pred, tc.refs); got != tc.want {
-			t.Errorf("TokenF1(%q, %q) = %v, want %v", tc.pred, tc.refs, got, tc.want)
-		}
-	}
-}
 
 // TestSetKeepsOtherFields is finding 1 of issue 11: --set max_tokens=24 on
 // the demo task rewrote the YAML through a map and lost the nl stop "\n".

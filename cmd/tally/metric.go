@@ -5,31 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	_ "tally/benchmarks" // every built-in benchmark's metrics
 	"tally/scoring"
-	"tally/scoring/countingstars"
-	"tally/scoring/drop"
-	"tally/scoring/judge"
-	"tally/scoring/leval"
-	"tally/scoring/rouge"
-	"tally/scoring/threec3h"
-	"tally/scoring/winrate"
 )
 
-// lineMetrics assembles the metrics `tally metric` offers, from every
-// scoring family.
+// lineMetrics is every registered metric in the form `tally metric` runs
+// it, sorted by name: the same registry task scoring uses.
 func lineMetrics() []scoring.LineMetric {
-	var out []scoring.LineMetric
-	for _, f := range []func() []scoring.LineMetric{drop.LineMetrics, rouge.LineMetrics, winrate.LineMetrics,
-		countingstars.LineMetrics, threec3h.LineMetrics, judge.LineMetrics, leval.LineMetrics} {
-		out = append(out, f()...)
+	all := scoring.All()
+	out := make([]scoring.LineMetric, len(all))
+	for i, m := range all {
+		out[i] = m.LineForm()
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

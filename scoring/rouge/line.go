@@ -45,11 +45,16 @@ func parseLine(raw json.RawMessage) (LineScore, error) {
 	if l.Prediction == nil {
 		return LineScore{}, errors.New("rouge: line has no \"prediction\"")
 	}
-	if len(l.References) == 0 {
+	return scoreRefs(*l.Prediction, l.References)
+}
+
+// scoreRefs is the one scoring path of the line and task forms.
+func scoreRefs(pred string, refs []string) (LineScore, error) {
+	if len(refs) == 0 {
 		// score_multi raises on an empty target list (argmax of nothing).
-		return LineScore{}, errors.New("rouge: line has no \"references\"")
+		return LineScore{}, errors.New("rouge: no references")
 	}
-	s := ScoreMulti(*l.Prediction, l.References)
+	s := ScoreMulti(pred, refs)
 	return LineScore{s.Rouge1.FMeasure, s.Rouge2.FMeasure, s.RougeL.FMeasure, s.RougeLsum.FMeasure}, nil
 }
 
