@@ -187,7 +187,6 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
-
 // TestSetKeepsOtherFields is finding 1 of issue 11: --set max_tokens=24 on
 // the demo task rewrote the YAML through a map and lost the nl stop "\n".
 func TestSetKeepsOtherFields(t *testing.T) {
