@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/generate"
 	"tally/scoring"
 )
 
@@ -97,5 +98,36 @@ func TestMetricVersionInSpec(t *testing.T) {
 		if !strings.Contains(spec, want) {
 			t.Errorf("scoring spec %s lacks %s", spec, want)
 		}
+	}
+}
+
+// TestMetricVersionBumpMakesStale checks that bumping one metric's version
+// changes the score digest of every sample, so its stored scores are
+// recomputed.
+func TestMetricVersionBumpMakesStale(t *testing.T) {
+	c, err := Resolve("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumped := func(name string) string {
+		if name == "f1" {
+			return metricVersion(name) + "-bumped"
+		}
+		return metricVersion(name)
+	}
+	now := &generate.Job{Task: c.Task, Spec: c.ScoringSpec()}
+	next := &generate.Job{Task: c.Task, Spec: c.scoringSpec(bumped)}
+	set := c.Settings()[0]
+	for _, s := range l.Samples {
+		if generate.ScoreDigest(now, &s, set, c.MaxTokens, "x") == generate.ScoreDigest(next, &s, set, c.MaxTokens, "x") {
+			t.Fatalf("sample %s: digest unchanged by a version bump of f1", s.ID)
+		}
+	}
+	if c.scoringSpec(metricVersion) != c.ScoringSpec() {
+		t.Error("scoringSpec(metricVersion) differs from ScoringSpec")
 	}
 }

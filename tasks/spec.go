@@ -23,10 +23,13 @@ type metricSpec struct {
 // the references), its language (Counting-Stars parses answers by it) and its metrics in order, each with its version. The
 // sample's references and metadata, the stop setting and the budget are
 // digested beside it by the generate package.
-func (c *Config) ScoringSpec() string {
+func (c *Config) ScoringSpec() string { return c.scoringSpec(metricVersion) }
+
+// scoringSpec is ScoringSpec with the metric versions from version.
+func (c *Config) scoringSpec(version func(name string) string) string {
 	sp := scoringSpec{Task: c.Task, Loader: c.Loader, Lang: c.Lang, Metrics: make([]metricSpec, 0, len(c.Metrics))}
 	for _, m := range c.Metrics {
-		sp.Metrics = append(sp.Metrics, metricSpec{Name: m, Version: metricVersion(m)})
+		sp.Metrics = append(sp.Metrics, metricSpec{Name: m, Version: version(m)})
 	}
 	b, _ := json.Marshal(sp) // a struct of strings always marshals
 	return string(b)
