@@ -6,6 +6,11 @@
 package benchmarks
 
 import (
+	_ "tally/datasets/countingstars" // loader counting-stars
+	_ "tally/datasets/drop"          // loader drop
+	_ "tally/datasets/jsonl"         // loader jsonl
+	_ "tally/datasets/judge"         // loaders pairwise-judge, 3c3h-judge
+	_ "tally/datasets/leval"         // loader leval
 	_ "tally/scoring/countingstars" // counting-stars
 	_ "tally/scoring/drop"          // drop, drop-fixed, drop-answers, drop-normalize
 	_ "tally/scoring/judge"         // judge-preference, kappa, pairwise, self-preference

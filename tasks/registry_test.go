@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/datasets"
 	"tally/generate"
 	"tally/scoring"
 )
@@ -129,5 +130,26 @@ func TestMetricVersionBumpMakesStale(t *testing.T) {
 	}
 	if c.scoringSpec(metricVersion) != c.ScoringSpec() {
 		t.Error("scoringSpec(metricVersion) differs from ScoringSpec")
+	}
+}
+
+// TestBuiltinLoadersRegistered checks that every built-in task's loader is
+// registered by its datasets package, and that an unknown loader is
+// refused with the registered names.
+func TestBuiltinLoadersRegistered(t *testing.T) {
+	for _, n := range Builtin() {
+		c, err := Resolve(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := datasets.LookupLoader(c.Loader)
+		if !ok || (l.Rows == nil) == (l.Samples == nil) {
+			t.Errorf("task %s: loader %q: registered %v", n, c.Loader, ok)
+		}
+	}
+	for _, want := range []string{"3c3h-judge", "counting-stars", "drop", "jsonl", "leval", "pairwise-judge"} {
+		if _, ok := datasets.LookupLoader(want); !ok {
+			t.Errorf("loader %q not registered (have %v)", want, datasets.LoaderNames())
+		}
 	}
 }

@@ -2,16 +2,15 @@
 // lm-evaluation-harness: data file and format, prompt template, references,
 // default stop settings, token budget, metrics), loads their samples and
 // binds their metrics to the scoring packages. Built-in tasks are embedded.
+// Loaders and metrics are found by name in the registries of
+// tally/datasets and tally/scoring, filled by the benchmark packages that
+// tally/benchmarks links in.
 package tasks
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"embed"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,14 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"tally/datasets"
-	"tally/datasets/countingstars"
-	"tally/datasets/drop"
-	"tally/datasets/jsonl"
-	"tally/datasets/judge"
-	"tally/datasets/leval"
-	"tally/datasets/lmevallog"
 	"tally/generate"
-	scoredrop "tally/scoring/drop"
 )
 
 //go:embed builtin
@@ -40,7 +32,8 @@ type Config struct {
 	// Task is the task's name.
 	Task        string `yaml:"task"`
 	Description string `yaml:"description"`
-	// Loader is the data format: "jsonl" (one object per line), "drop"
+	// Loader is the data format, a loader registered by a datasets
+	// package (tally/datasets.RegisterLoader): "jsonl" (one object per line), "drop"
 	// (DROP's original JSON, Hugging Face rows, or an lm-evaluation-harness
 	// sample log), "leval" (an L-Eval task file; prompts as L-Eval builds
 	// them) or "counting-stars" (the generator, over a context_data
@@ -200,11 +193,14 @@ func (c *Config) validate() error {
 	switch {
 	case c.Task == "":
 		return fmt.Errorf("field task is empty")
-	case c.Loader != "jsonl" && c.Loader != "drop" && !c.generates():
-		return fmt.Errorf("field loader: %q is not one of jsonl, drop, leval, counting-stars, pairwise-judge, 3c3h-judge", c.Loader)
-	case c.Prompt == "" && !c.generates():
+	}
+	l, ok := datasets.LookupLoader(c.Loader)
+	switch {
+	case !ok:
+		return fmt.Errorf("field loader: %q is not one of %s", c.Loader, strings.Join(datasets.LoaderNames(), ", "))
+	case c.Prompt == "" && l.Rows != nil:
 		return fmt.Errorf("field prompt is empty")
-	case c.ID == "" && !c.generates():
+	case c.ID == "" && l.Rows != nil:
 		return fmt.Errorf("field id is empty")
 	case c.MaxTokens <= 0:
 		return fmt.Errorf("field max_tokens must be positive")
@@ -268,16 +264,30 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
 	}
-	if c.generates() {
-		samples, skipped, err := c.generated(c.resolvePath(path), opt.SkipBad)
+	l, _ := datasets.LookupLoader(c.Loader) // validated when the config was read
+	req, err := c.request(path, opt.SkipBad)
+	if err != nil {
+		return Loaded{}, err
+	}
+	if l.Samples != nil {
+		samples, skipped, err := l.Samples(req)
 		if err != nil {
 			return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
 		}
+		// Every sample is put under the config's task name; the
+		// benchmark's own sub-task stays in the metadata.
+		for i := range samples {
+			samples[i].Task = c.Task
+		}
 		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped}, nil
 	}
-	rows, refs, skipped, err := c.rows(path, opt.SkipBad)
+	read, err := l.Rows(req)
 	if err != nil {
-		return Loaded{}, err
+		return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
+	}
+	rows, refs, skipped := read.Rows, read.Refs, read.Skipped
+	if len(rows) == 0 {
+		return Loaded{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
 	}
 	tmpl := func(name, t string) (*template.Template, error) {
 		return template.New(name).Option("missingkey=error").Parse(t)
@@ -305,7 +315,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			return Loaded{}, fmt.Errorf("task %s: %s rows %d and %d: duplicate id %q", c.Task, path, j+1, i+1, s.ID)
 		}
 		seen[s.ID] = i
-		if v, ok := row[verbatimPrompt].(string); ok {
+		if v, ok := row[datasets.VerbatimPrompt].(string); ok {
 			s.Prompt = v
 		} else if s.Prompt, err = render(promptT, row, i); err != nil {
 			return Loaded{}, err
@@ -322,7 +332,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		}
 		samples[i] = s
 	}
-	if _, logged := rows[0][verbatimPrompt]; c.FewShot > 0 && !logged {
+	if _, logged := rows[0][datasets.VerbatimPrompt]; c.FewShot > 0 && !logged {
 		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
 	}
 	samples = selectSamples(samples, opt)
@@ -385,194 +395,21 @@ func selectSamples(samples []datasets.Sample, opt LoadOptions) []datasets.Sample
 	return samples
 }
 
-// rows reads the data file into template rows and JSON references.
-func (c *Config) rows(path string, skipBad bool) ([]map[string]any, []json.RawMessage, int, error) {
-	switch c.Loader {
-	case "drop":
-		if isLog(c.resolvePath(path)) {
-			return c.logRows(c.resolvePath(path))
-		}
-		qs, err := drop.Load(c.resolvePath(path))
+// request is what the task's loader gets: the data path resolved (or the
+// embedded data) and the loader's config fields.
+func (c *Config) request(path string, skipBad bool) (datasets.Request, error) {
+	req := datasets.Request{Task: c.Task, Path: c.resolvePath(path), SkipBad: skipBad, Resolve: c.resolvePath,
+		Fields: datasets.Fields{References: c.References, MaxPromptTokens: c.MaxPromptTokens, Truncate: c.Truncate,
+			Lang: c.Lang, TestType: c.TestType, Stars: c.Stars, Lengths: c.Lengths, Seed: c.Seed, ScoringRule: c.ScoringRule,
+			SystemPrompt: c.SystemPrompt, Questions: c.Questions}}
+	if name, ok := strings.CutPrefix(path, "embedded:"); ok {
+		b, err := builtinFS.ReadFile("builtin/" + name)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
+			return datasets.Request{}, fmt.Errorf("task %s: no embedded data %q", c.Task, name)
 		}
-		rows := make([]map[string]any, len(qs))
-		refs := make([]json.RawMessage, len(qs))
-		for i, q := range qs {
-			answers, err := scoredrop.Answers(q.Doc())
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("task %s: %s question %s: %w", c.Task, path, q.QueryID, err)
-			}
-			target := ""
-			if len(answers) > 0 {
-				target = strings.Join(answers[0], ", ")
-			}
-			rows[i] = map[string]any{"section_id": q.SectionID, "query_id": q.QueryID, "passage": q.Passage,
-				"question": q.Question, "target": target}
-			refs[i], _ = json.Marshal(answers)
-		}
-		return rows, refs, 0, nil
-	default:
-		var res jsonl.Result
-		var err error
-		if name, ok := strings.CutPrefix(path, "embedded:"); ok {
-			b, rerr := builtinFS.ReadFile("builtin/" + name)
-			if rerr != nil {
-				return nil, nil, 0, fmt.Errorf("task %s: no embedded data %q", c.Task, name)
-			}
-			res, err = jsonl.Read(bytes.NewReader(b), path, skipBad)
-		} else {
-			res, err = jsonl.ReadFile(c.resolvePath(path), skipBad)
-		}
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
-		}
-		rows := make([]map[string]any, len(res.Rows))
-		refs := make([]json.RawMessage, len(res.Rows))
-		for i, row := range res.Rows {
-			rows[i] = row
-			if c.References == "" {
-				refs[i] = json.RawMessage("[]")
-				continue
-			}
-			v, ok := row[c.References]
-			if !ok {
-				err := fmt.Errorf("task %s: %s line %d: field %q missing", c.Task, path, res.Lines[i], c.References)
-				if !skipBad {
-					return nil, nil, 0, err
-				}
-				res.Skipped++
-				rows[i] = nil
-				continue
-			}
-			list, err := stringList(v)
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("task %s: %s line %d: field %q: %w", c.Task, path, res.Lines[i], c.References, err)
-			}
-			refs[i], _ = json.Marshal(list)
-		}
-		// Drop the rows skipped for a missing reference.
-		var keptRows []map[string]any
-		var keptRefs []json.RawMessage
-		for i := range rows {
-			if rows[i] != nil {
-				keptRows, keptRefs = append(keptRows, rows[i]), append(keptRefs, refs[i])
-			}
-		}
-		return keptRows, keptRefs, res.Skipped, nil
+		req.Path, req.Data = path, b
 	}
-}
-
-// generates reports whether the loader builds samples itself.
-func (c *Config) generates() bool {
-	switch c.Loader {
-	case "leval", "counting-stars", "pairwise-judge", "3c3h-judge":
-		return true
-	}
-	return false
-}
-
-// generated loads samples whose prompts the benchmark's own loader builds.
-// Every sample is put under the config's task name; the benchmark's own
-// sub-task stays in the metadata.
-func (c *Config) generated(path string, skipBad bool) ([]datasets.Sample, int, error) {
-	var samples []datasets.Sample
-	skipped := 0
-	switch c.Loader {
-	case "leval":
-		l, err := leval.Load(path, leval.Options{MaxPromptTokens: c.MaxPromptTokens, Truncate: c.Truncate, SkipBad: skipBad})
-		if err != nil {
-			return nil, 0, err
-		}
-		samples, skipped = l.Samples, l.Skipped
-	case "counting-stars":
-		var err error
-		samples, err = countingstars.Generate(countingstars.Options{Dir: path, Lang: c.Lang, TestType: c.TestType, M: c.Stars, Lengths: c.Lengths, Seed: c.Seed, ScoringRule: c.ScoringRule})
-		if err != nil {
-			return nil, 0, err
-		}
-	case "pairwise-judge":
-		pairs, err := judge.LoadPairs(path)
-		if err != nil {
-			return nil, 0, err
-		}
-		samples = judge.PairwiseSamples(c.Task, pairs, judge.AlpacaEvalTemplate())
-	case "3c3h-judge":
-		if c.SystemPrompt == "" {
-			return nil, 0, fmt.Errorf("field system_prompt: the judge system prompt file is needed (e.g. --set system_prompt=sp2.md)")
-		}
-		sys, err := os.ReadFile(c.resolvePath(c.SystemPrompt))
-		if err != nil {
-			return nil, 0, fmt.Errorf("read judge system prompt: %w", err)
-		}
-		q := c.Questions
-		if q != "" {
-			q = c.resolvePath(q)
-		}
-		entries, err := judge.LoadThreeC3H(q, path)
-		if err != nil {
-			return nil, 0, err
-		}
-		samples = judge.ThreeC3HSamples(c.Task, entries, string(sys))
-	}
-	for i := range samples {
-		samples[i].Task = c.Task
-	}
-	return samples, skipped, nil
-}
-
-// verbatimPrompt is the row key under which a prompt is taken as it is
-// (from an lm-evaluation-harness sample log), with no template or shots.
-const verbatimPrompt = "__prompt"
-
-// isLog reports whether path is an lm-evaluation-harness sample log.
-func isLog(path string) bool {
-	if !strings.HasSuffix(path, ".jsonl") && !strings.HasSuffix(path, ".jsonl.gz") {
-		return false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return false
-		}
-		defer gz.Close()
-		r = gz
-	}
-	line, _ := bufio.NewReaderSize(r, 1<<20).ReadBytes('\n')
-	var row map[string]any
-	return json.Unmarshal(line, &row) == nil && lmevallog.IsLog(row)
-}
-
-// logRows reads an lm-evaluation-harness DROP sample log: each doc is a
-// Hugging Face EleutherAI/drop row, and the logged prompt is kept verbatim.
-func (c *Config) logRows(path string) ([]map[string]any, []json.RawMessage, int, error) {
-	recs, err := lmevallog.ReadFile(path)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("task %s: %w", c.Task, err)
-	}
-	rows := make([]map[string]any, len(recs))
-	refs := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		var row map[string]any
-		if err := json.Unmarshal(r.Doc, &row); err != nil {
-			return nil, nil, 0, fmt.Errorf("task %s: %s line %d: field \"doc\": %w", c.Task, path, r.Line, err)
-		}
-		answers, err := scoredrop.Answers(r.Doc)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("task %s: %s line %d: %w", c.Task, path, r.Line, err)
-		}
-		row[verbatimPrompt] = r.Prompt
-		row["target"] = ""
-		rows[i] = row
-		refs[i], _ = json.Marshal(answers)
-	}
-	return rows, refs, 0, nil
+	return req, nil
 }
 
 func (c *Config) resolvePath(p string) string {
@@ -580,24 +417,4 @@ func (c *Config) resolvePath(p string) string {
 		return p
 	}
 	return filepath.Join(c.dir, p)
-}
-
-func stringList(v any) ([]string, error) {
-	switch x := v.(type) {
-	case string:
-		return []string{x}, nil
-	case []any:
-		out := make([]string, len(x))
-		for i, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("element %d is %T, want a string", i, e)
-			}
-			out[i] = s
-		}
-		return out, nil
-	case json.Number:
-		return []string{x.String()}, nil
-	}
-	return nil, fmt.Errorf("is %T, want a string or a list of strings", v)
 }

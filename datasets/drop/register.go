@@ -1,0 +1,100 @@
+package drop
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"tally/datasets"
+	"tally/datasets/lmevallog"
+	scoredrop "tally/scoring/drop"
+)
+
+func init() {
+	datasets.RegisterLoader(datasets.Loader{
+		Name: "drop",
+		Doc:  "DROP's original JSON, Hugging Face rows, or an lm-evaluation-harness DROP sample log (its prompts kept verbatim)",
+		Rows: taskRows,
+	})
+}
+
+// taskRows reads DROP questions as template rows (section_id, query_id,
+// passage, question, target: the first gold answer's spans joined by ", ")
+// with their gold answers as get_answers builds them.
+func taskRows(req datasets.Request) (datasets.Rows, error) {
+	if isLog(req.Path) {
+		return logRows(req.Path)
+	}
+	qs, err := Load(req.Path)
+	if err != nil {
+		return datasets.Rows{}, err
+	}
+	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs))}
+	for i, q := range qs {
+		answers, err := scoredrop.Answers(q.Doc())
+		if err != nil {
+			return datasets.Rows{}, fmt.Errorf("%s question %s: %w", req.Path, q.QueryID, err)
+		}
+		target := ""
+		if len(answers) > 0 {
+			target = strings.Join(answers[0], ", ")
+		}
+		out.Rows[i] = map[string]any{"section_id": q.SectionID, "query_id": q.QueryID, "passage": q.Passage,
+			"question": q.Question, "target": target}
+		out.Refs[i], _ = json.Marshal(answers)
+	}
+	return out, nil
+}
+
+// isLog reports whether path is an lm-evaluation-harness sample log.
+func isLog(path string) bool {
+	if !strings.HasSuffix(path, ".jsonl") && !strings.HasSuffix(path, ".jsonl.gz") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return false
+		}
+		defer gz.Close()
+		r = gz
+	}
+	line, _ := bufio.NewReaderSize(r, 1<<20).ReadBytes('\n')
+	var row map[string]any
+	return json.Unmarshal(line, &row) == nil && lmevallog.IsLog(row)
+}
+
+// logRows reads an lm-evaluation-harness DROP sample log: each doc is a
+// Hugging Face EleutherAI/drop row, and the logged prompt is kept verbatim.
+func logRows(path string) (datasets.Rows, error) {
+	recs, err := lmevallog.ReadFile(path)
+	if err != nil {
+		return datasets.Rows{}, err
+	}
+	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs))}
+	for i, r := range recs {
+		var row map[string]any
+		if err := json.Unmarshal(r.Doc, &row); err != nil {
+			return datasets.Rows{}, fmt.Errorf("%s line %d: field \"doc\": %w", path, r.Line, err)
+		}
+		answers, err := scoredrop.Answers(r.Doc)
+		if err != nil {
+			return datasets.Rows{}, fmt.Errorf("%s line %d: %w", path, r.Line, err)
+		}
+		row[datasets.VerbatimPrompt] = r.Prompt
+		row["target"] = ""
+		out.Rows[i] = row
+		out.Refs[i], _ = json.Marshal(answers)
+	}
+	return out, nil
+}
