@@ -244,3 +244,36 @@ func TestNoOpSetRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSetFields sets the demo task's max_tokens or a new field to any
+// value: setFields never panics, and whatever it yields still holds every
+// other field as written.
+func FuzzSetFields(f *testing.F) {
+	for _, s := range []string{"24", `"\n"`, "[a, b]", "{x: 1}", "", "- 1\n- 2", "'", "null", "&a 1", "*a"} {
+		f.Add("max_tokens", s)
+		f.Add("lang", s)
+	}
+	base, err := builtinFS.ReadFile("builtin/demo.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key, val string) {
+		if key == "stop" || key == "prompt" {
+			return
+		}
+		out, err := setFields(base, map[string]string{key: val})
+		if err != nil {
+			return
+		}
+		var c struct {
+			Stop   map[string][]string `yaml:"stop"`
+			Prompt string              `yaml:"prompt"`
+		}
+		if err := yaml.Unmarshal(out, &c); err != nil {
+			return // the new value may make the document invalid; decoding reports it
+		}
+		if len(c.Stop["nl"]) != 1 || c.Stop["nl"][0] != "\n" || c.Prompt != "Question: {{.question}}\nAnswer:" {
+			t.Fatalf("--set %s=%q changed other fields:\n%s", key, val, out)
+		}
+	})
+}
