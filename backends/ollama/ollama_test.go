@@ -141,28 +141,6 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	tests := []struct {
-		n      int
-		jitter float64
-		want   time.Duration
-	}{
-		{1, 0.999999, time.Second - time.Microsecond/2},
-		{1, 0, 500 * time.Millisecond},
-		{2, 0, time.Second},
-		{3, 0.5, 3 * time.Second},
-		{5, 0, 8 * time.Second},
-		{9, 0, 8 * time.Second}, // capped at 16s, then halved by jitter 0
-		{50, 0.999999, 16*time.Second - 8*time.Microsecond},
-	}
-	for _, tc := range tests {
-		got := backoff(time.Second, 16*time.Second, tc.n, tc.jitter)
-		if d := got - tc.want; d < -time.Microsecond || d > time.Microsecond {
-			t.Errorf("backoff(n=%d, jitter=%v) = %v, want %v", tc.n, tc.jitter, got, tc.want)
-		}
-	}
-}
-
 // fail500 answers 500 for the first n requests.
 func fail500(n int) func(int, api.GenerateRequest, http.ResponseWriter) (bool, int) {
 	return func(i int, _ api.GenerateRequest, w http.ResponseWriter) (bool, int) {
