@@ -221,3 +221,27 @@ func strftime(t time.Time, format string) string {
 	}
 	return b.String()
 }
+
+// Prompter turns a task's prompt into a chat: an optional system message,
+// then the prompt as the user's message, rendered with the assistant's
+// turn opened.
+type Prompter struct {
+	// Template is the model's chat template.
+	Template *Template
+	// System is the system message ("" for none).
+	System string
+}
+
+// Messages is the chat a prompt becomes.
+func (p Prompter) Messages(prompt string) []Message {
+	var msgs []Message
+	if p.System != "" {
+		msgs = append(msgs, Message{Role: "system", Content: p.System})
+	}
+	return append(msgs, Message{Role: "user", Content: prompt})
+}
+
+// Render renders prompt as a chat, ready for the assistant's answer.
+func (p Prompter) Render(prompt string) (string, error) {
+	return p.Template.Render(p.Messages(prompt), true)
+}
