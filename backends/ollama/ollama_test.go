@@ -139,6 +139,11 @@ func TestFingerprint(t *testing.T) {
 			t.Errorf("Fingerprint = %q, %v; want %q", got, err, tc.want)
 		}
 	}
+	o := fastOpts(f.srv.URL)
+	o.Chat = true
+	if got, err := openFake(t, f, o).Fingerprint(ctx); err != nil || got != "ollama:sha256:cccc:F16:llama:chat" {
+		t.Errorf("chat Fingerprint = %q, %v", got, err)
+	}
 }
 
 // fail500 answers 500 for the first n requests.

@@ -58,7 +58,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 			models := []string{f.model}
 			bes := []backends.Backend{s.be}
 			if against != "" {
-				be, err := openModel(ctx, against, f.device, f.concurrency)
+				be, err := openModel(ctx, against, f.modelOptions(s.cfgs))
 				if err != nil {
 					return err
 				}
