@@ -259,13 +259,21 @@ func (b *Backend) find(ctx context.Context) (modelInfo, error) {
 		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, err)
 	}
 	var ids []string
+	var tagged *modelInfo
 	for _, d := range list.Data {
 		var id string
 		json.Unmarshal(d["id"], &id)
 		if id == b.model {
 			return modelInfo{ID: id, Extra: d}, nil
 		}
+		if id == b.model+":latest" {
+			// Ollama lists NAME:latest and serves it as NAME too.
+			tagged = &modelInfo{ID: id, Extra: d}
+		}
 		ids = append(ids, id)
+	}
+	if tagged != nil {
+		return *tagged, nil
 	}
 	return modelInfo{}, fmt.Errorf("openai: model %q is not served at %s (served: %s)", b.model, b.base, strings.Join(ids, ", "))
 }

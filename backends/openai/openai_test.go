@@ -334,6 +334,13 @@ func TestOpenAndFingerprint(t *testing.T) {
 	if err != nil || ob.ContextLength() != 2048 {
 		t.Errorf("other: %v, context %d", err, ob.ContextLength())
 	}
+	// Ollama lists NAME:latest and serves NAME.
+	f.mu.Lock()
+	f.models = append(f.models, map[string]any{"id": "llama:latest", "object": "model"})
+	f.mu.Unlock()
+	if lb, err := Open(ctx, "llama", Options{BaseURL: f.url()}); err != nil || lb.model != "llama" {
+		t.Errorf("llama → llama:latest: %v", err)
+	}
 	_, err = Open(ctx, "missing", Options{BaseURL: f.url()})
 	if err == nil || !strings.Contains(err.Error(), `"missing" is not served`) || !strings.Contains(err.Error(), "tiny") {
 		t.Errorf("missing model: %v", err)
