@@ -1,9 +1,11 @@
 package gomlx
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"tally/backends"
 	"tally/backends/chattemplate"
 	"tally/backends/tokenizer"
 	"tally/internal/sharedtest"
@@ -42,5 +44,49 @@ func TestChatTokenizer(t *testing.T) {
 	plain, _ := tok.Encode(" 5", false)
 	if cont, _ := ct.Encode(" 5", false); !slices.Equal(cont, plain) {
 		t.Errorf("continuation %v, want %v", cont, plain)
+	}
+}
+
+// TestUseChatTemplate: once a model has a chat template, the prompt ids
+// that generate keys and runs are those of the rendered chat, so a chat run
+// and a raw run of one model never share a generation; continuations are
+// encoded as before, and a text prompt given to Generate is rendered too.
+func TestUseChatTemplate(t *testing.T) {
+	ctx := context.Background()
+	m, err := Demo(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	raw := m.Tokenizer()
+	const prompt = "Question: what is 2 plus 3?\nAnswer:"
+	rawIDs, _ := raw.Encode(prompt, true)
+	tmpl, err := chattemplate.New("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := chattemplate.Prompter{Template: tmpl}
+	if err := m.UseChatTemplate(p.Render); err != nil {
+		t.Fatal(err)
+	}
+	chatIDs, err := m.Tokenizer().Encode(prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered, _ := p.Render(prompt)
+	want, _ := raw.Encode(rendered, false)
+	if !slices.Equal(chatIDs, want) || slices.Equal(chatIDs, rawIDs) {
+		t.Errorf("chat ids %v, want %v (raw %v)", chatIDs, want, rawIDs)
+	}
+	// Generate from the text prompt equals Generate from the chat ids.
+	gen := func(r backends.Request) string {
+		var text string
+		if err := m.Generate(ctx, []backends.Request{r}, func(ev backends.Event) bool { text += ev.Text; return true }); err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	if a, b := gen(backends.Request{Prompt: prompt, MaxTokens: 8}), gen(backends.Request{PromptIDs: chatIDs, MaxTokens: 8}); a != b {
+		t.Errorf("text prompt gave %q, chat ids %q", a, b)
 	}
 }

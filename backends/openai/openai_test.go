@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -414,5 +415,28 @@ func FuzzErrorFields(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		errorFields(body, "fallback")
+	})
+}
+
+// FuzzLine feeds arbitrary SSE lines to the stream parser: it must never
+// panic, and text it accepts must come from a choice (field names match
+// case-insensitively, as encoding/json does).
+func FuzzLine(f *testing.F) {
+	for _, s := range []string{
+		`data: {"choices":[{"text":"a","finish_reason":null}]}`,
+		`data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+		`data: [DONE]`, `: keep-alive`, `event: error`, `data: {"error":{"message":"maximum context length is 8"}}`,
+		`data: {"error":"boom"}`, `data: nope`, `data:`,
+	} {
+		f.Add([]byte(s))
+	}
+	b := &Backend{}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		a := &attempt{}
+		var got strings.Builder
+		b.line(line, a, func(s string) error { got.WriteString(s); return nil })
+		if got.Len() > 0 && !bytes.Contains(bytes.ToLower(line), []byte("choices")) {
+			t.Errorf("text %q from a line without choices: %q", got.String(), line)
+		}
 	})
 }
