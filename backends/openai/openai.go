@@ -13,7 +13,10 @@
 // SSE line reader are less code than working around the client.
 //
 // Base models go through /v1/completions with the raw prompt (continuing
-// a stored generation sends the prompt followed by the stored text);
+// a stored generation sends the prompt followed by the stored text; note
+// that Ollama's /v1/completions, unlike vLLM's, applies the model's
+// template, and truncates an overlong prompt silently: use ollama:NAME
+// for raw prompts and num_ctx control on Ollama);
 // Options.Chat sends the prompt as one user message (after Options.System,
 // if set) through /v1/chat/completions, continuing after the stored text
 // as an assistant message. Decoding is greedy: temperature 0 and a fixed
