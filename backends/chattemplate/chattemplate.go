@@ -222,23 +222,59 @@ func strftime(t time.Time, format string) string {
 	return b.String()
 }
 
-// Prompter turns a task's prompt into a chat: an optional system message,
-// then the prompt as the user's message, rendered with the assistant's
-// turn opened.
+// SystemKey is the sample metadata key holding a benchmark's system prompt
+// (L-Eval's, the judges'): a prefix of the flattened prompt that a chat
+// prompt sends as the system message instead.
+const SystemKey = "system_prompt"
+
+// Systems maps a flattened prompt to its system prompt, a prefix of it.
+type Systems map[string]string
+
+// Add records that prompt begins with the system prompt system; it does
+// nothing when system is empty or not a prefix of prompt.
+func (s Systems) Add(prompt, system string) {
+	if system != "" && strings.HasPrefix(prompt, system) {
+		s[prompt] = system
+	}
+}
+
+// Split splits prompt into its system prompt and the user's message: the
+// rest, less the one blank line ("\n\n") that flattening put between the
+// turns where it did (AlpacaEval's judge prompt; L-Eval and 3C3H join by
+// plain concatenation, so their user turns are kept as they are). A
+// prompt with no system prompt is all user message.
+func (s Systems) Split(prompt string) (system, user string) {
+	system, ok := s[prompt]
+	if !ok {
+		return "", prompt
+	}
+	return system, strings.TrimPrefix(prompt[len(system):], "\n\n")
+}
+
+// Prompter turns a task's prompt into a chat: the system message (the
+// prompt's own, from Systems, else System), then the prompt as the user's
+// message, rendered with the assistant's turn opened.
 type Prompter struct {
 	// Template is the model's chat template.
 	Template *Template
-	// System is the system message ("" for none).
+	// System is the system message for prompts Systems does not know
+	// ("" for none).
 	System string
+	// Systems splits prompts that carry a benchmark's system prompt.
+	Systems Systems
 }
 
 // Messages is the chat a prompt becomes.
 func (p Prompter) Messages(prompt string) []Message {
-	var msgs []Message
-	if p.System != "" {
-		msgs = append(msgs, Message{Role: "system", Content: p.System})
+	system, user := p.Systems.Split(prompt)
+	if system == "" {
+		system = p.System
 	}
-	return append(msgs, Message{Role: "user", Content: prompt})
+	var msgs []Message
+	if system != "" {
+		msgs = append(msgs, Message{Role: "system", Content: system})
+	}
+	return append(msgs, Message{Role: "user", Content: user})
 }
 
 // Render renders prompt as a chat, ready for the assistant's answer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,5 +112,32 @@ func TestDigest(t *testing.T) {
 	c, _ := New("y", "<s>", "</s>")
 	if a.Digest() == b.Digest() || a.Digest() == c.Digest() {
 		t.Error("digests collide")
+	}
+}
+
+func TestPrompterSystems(t *testing.T) {
+	sys := Systems{}
+	sys.Add("You judge.\n\nWhich is better?", "You judge.")
+	sys.Add("Doc: x. Q?", "Doc")            // a prefix: kept
+	sys.Add("Rules.\nQ: 1?", "Rules.")      // one newline: kept in the user turn
+	sys.Add("no system here", "")           // empty: ignored
+	sys.Add("short", "not a prefix at all") // ignored
+	p := Prompter{Systems: sys, System: "Default."}
+	tests := []struct {
+		prompt string
+		want   []Message
+	}{
+		{"You judge.\n\nWhich is better?", []Message{{"system", "You judge."}, {"user", "Which is better?"}}},
+		{"Doc: x. Q?", []Message{{"system", "Doc"}, {"user", ": x. Q?"}}},
+		{"Rules.\nQ: 1?", []Message{{"system", "Rules."}, {"user", "\nQ: 1?"}}},
+		{"short", []Message{{"system", "Default."}, {"user", "short"}}},
+	}
+	for _, tc := range tests {
+		if got := p.Messages(tc.prompt); !slices.Equal(got, tc.want) {
+			t.Errorf("Messages(%q) = %v, want %v", tc.prompt, got, tc.want)
+		}
+	}
+	if got := (Prompter{}).Messages("hi"); !slices.Equal(got, []Message{{"user", "hi"}}) {
+		t.Errorf("no systems: %v", got)
 	}
 }

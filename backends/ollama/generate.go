@@ -301,7 +301,15 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	}
 	var err error
 	if b.opts.Chat {
-		msgs := []api.Message{{Role: "user", Content: r.Prompt}}
+		system, user := "", r.Prompt
+		if b.opts.Split != nil {
+			system, user = b.opts.Split(r.Prompt)
+		}
+		var msgs []api.Message
+		if system != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: system})
+		}
+		msgs = append(msgs, api.Message{Role: "user", Content: user})
 		if after := r.PrefixText + prior; after != "" {
 			msgs = append(msgs, api.Message{Role: "assistant", Content: after})
 		}

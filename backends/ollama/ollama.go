@@ -52,6 +52,10 @@ type Options struct {
 	// Chat sends each prompt as a user message through the model's chat
 	// template (for instruct models) instead of raw completion.
 	Chat bool
+	// Split, when set, splits a prompt into a system message and the
+	// user's message in chat mode (a benchmark's own system prompt, see
+	// chattemplate.Systems).
+	Split func(prompt string) (system, user string)
 	// Parallel is the number of requests in flight (Slots). Default:
 	// OLLAMA_NUM_PARALLEL when set, else 4.
 	Parallel int

@@ -434,6 +434,18 @@ func TestChatMode(t *testing.T) {
 	if c.text[0] != want || len(f.chats) != 1 || len(f.generateRequests()) != 0 {
 		t.Errorf("text %q chats %d, want %q via /api/chat", c.text[0], len(f.chats), want)
 	}
+
+	// A benchmark's system prompt becomes the system message.
+	o.Split = func(p string) (string, string) { return "Judge.", strings.TrimPrefix(p, "Judge. ") }
+	b = openFake(t, f, o)
+	c = newCollector(t)
+	if err := b.Generate(context.Background(), []backends.Request{{Prompt: "Judge. hi", MaxTokens: 6}}, c.sink); err != nil {
+		t.Fatal(err)
+	}
+	want, _ = reference("<system>Judge.<user>hi", 6, nil)
+	if c.text[0] != want {
+		t.Errorf("with a system prompt: %q, want %q", c.text[0], want)
+	}
 }
 
 func TestGenerateContextCancel(t *testing.T) {

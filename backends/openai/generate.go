@@ -209,11 +209,18 @@ func (b *Backend) body(r backends.Request, prior string, budget int) ([]byte, st
 		data, _ := json.Marshal(m)
 		return data, "/completions"
 	}
-	var msgs []message
-	if b.opts.System != "" {
-		msgs = append(msgs, message{"system", b.opts.System})
+	system, user := "", r.Prompt
+	if b.opts.Split != nil {
+		system, user = b.opts.Split(r.Prompt)
 	}
-	msgs = append(msgs, message{"user", r.Prompt})
+	if system == "" {
+		system = b.opts.System
+	}
+	var msgs []message
+	if system != "" {
+		msgs = append(msgs, message{"system", system})
+	}
+	msgs = append(msgs, message{"user", user})
 	if after := r.PrefixText + prior; after != "" {
 		// Continue the assistant's answer rather than start a new turn:
 		// vLLM's and SGLang's flags; Ollama continues a final assistant

@@ -74,6 +74,10 @@ type Options struct {
 	Chat bool
 	// System is the system message sent before the prompt in chat mode.
 	System string
+	// Split, when set, splits a prompt into a system message and the
+	// user's message in chat mode (a benchmark's own system prompt, see
+	// chattemplate.Systems); an empty system falls back to System.
+	Split func(prompt string) (system, user string)
 	// Revision is a label pinned into the fingerprint, so that a server
 	// restarted with other weights under the same name does not answer
 	// from old records.

@@ -257,6 +257,23 @@ func TestChatAndContinuation(t *testing.T) {
 	if texts[1] != want("<system>You are terse.<user>hello<assistant>ab", 8, nil) {
 		t.Errorf("continued chat: %q", texts[1])
 	}
+
+	// A benchmark's own system prompt, split off the flattened prompt,
+	// replaces the default one.
+	o.Split = func(p string) (string, string) {
+		if s, u, ok := strings.Cut(p, "|"); ok {
+			return s, u
+		}
+		return "", p
+	}
+	sb, err := Open(context.Background(), "tiny", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, _ = collect(t, sb, []backends.Request{{Index: 0, Prompt: "Grade it.|hello", MaxTokens: 8}, {Index: 1, Prompt: "plain", MaxTokens: 8}}, nil)
+	if texts[0] != want("<system>Grade it.<user>hello<assistant>", 8, nil) || texts[1] != want("<system>You are terse.<user>plain<assistant>", 8, nil) {
+		t.Errorf("split system prompts: %q", texts)
+	}
 }
 
 func TestCompletionContinuation(t *testing.T) {

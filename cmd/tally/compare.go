@@ -58,7 +58,7 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 			models := []string{f.model}
 			bes := []backends.Backend{s.be}
 			if against != "" {
-				be, err := openModel(ctx, against, f.modelOptions(s.cfgs))
+				be, err := openModel(ctx, against, f.modelOptions(s.cfgs, s.jobs))
 				if err != nil {
 					return err
 				}

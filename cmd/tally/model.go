@@ -12,6 +12,7 @@ import (
 	"tally/backends/imported"
 	"tally/backends/ollama"
 	"tally/backends/openai"
+	"tally/generate"
 	"tally/tasks"
 )
 
@@ -25,14 +26,25 @@ type modelOptions struct {
 	// task's own `chat:` setting, used when chat is not forced.
 	chat     bool
 	taskChat []bool
+	// systems holds the benchmarks' system prompts (sample metadata
+	// "system_prompt"), sent as the system message in chat mode.
+	systems chattemplate.Systems
 }
 
 // modelOptions collects the model flags, with the chat setting of the
-// tasks that will run (cfgs may be nil).
-func (f *runFlags) modelOptions(cfgs []*tasks.Config) modelOptions {
-	o := modelOptions{device: f.device, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat}
+// tasks that will run and their samples' system prompts (both may be nil).
+func (f *runFlags) modelOptions(cfgs []*tasks.Config, jobs []*generate.Job) modelOptions {
+	o := modelOptions{device: f.device, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
+		systems: chattemplate.Systems{}}
 	for _, c := range cfgs {
 		o.taskChat = append(o.taskChat, c.Chat)
+	}
+	for _, j := range jobs {
+		for _, s := range j.Samples {
+			if sys, ok := s.Metadata[chattemplate.SystemKey].(string); ok {
+				o.systems.Add(s.Prompt, sys)
+			}
+		}
 	}
 	return o
 }
@@ -57,7 +69,9 @@ func (o modelOptions) useChat() (bool, error) {
 // OpenAI-compatible server), "imported:NAME", or a Hugging Face directory or
 // cache name for the native backend. In chat mode the native backend
 // renders prompts with the model's own chat template (tokenizer_config.json)
-// and the server backends use the server's.
+// and the server backends use the server's; a benchmark's own system prompt
+// (sample metadata "system_prompt": L-Eval's, the judges') is sent as the
+// system message.
 func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backend, error) {
 	chat, err := o.useChat()
 	if err != nil {
@@ -77,14 +91,14 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	case strings.HasPrefix(spec, imported.Prefix):
 		return imported.New(strings.TrimPrefix(spec, imported.Prefix)), nil
 	case strings.HasPrefix(spec, "ollama:"):
-		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: o.concurrency, Chat: chat})
+		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
 			return nil, fmt.Errorf("open model %s: %w", spec, err)
 		}
 		return m, nil
 	case strings.HasPrefix(spec, "openai:"):
 		m, err := openai.Open(ctx, strings.TrimPrefix(spec, "openai:"), openai.Options{
-			BaseURL: o.baseURL, Revision: o.revision, Parallel: o.concurrency, Chat: chat})
+			BaseURL: o.baseURL, Revision: o.revision, Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
 			return nil, fmt.Errorf("open model %s: %w", spec, err)
 		}
@@ -95,7 +109,7 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 			return nil, fmt.Errorf("open model %s: %w", spec, err)
 		}
 		if chat {
-			if err := useChatTemplate(m, spec); err != nil {
+			if err := useChatTemplate(m, spec, o.systems); err != nil {
 				m.Close()
 				return nil, fmt.Errorf("open model %s: %w", spec, err)
 			}
@@ -105,7 +119,7 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 }
 
 // useChatTemplate gives a native model its own chat template.
-func useChatTemplate(m *gomlx.Model, spec string) error {
+func useChatTemplate(m *gomlx.Model, spec string, systems chattemplate.Systems) error {
 	dir, err := gomlx.ResolveModelDir(spec)
 	if err != nil {
 		return err
@@ -114,5 +128,5 @@ func useChatTemplate(m *gomlx.Model, spec string) error {
 	if err != nil {
 		return fmt.Errorf("chat template: %w", err)
 	}
-	return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl}.Render)
+	return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
 }

@@ -17,24 +17,30 @@ import (
 // "tiny"; both generation endpoints stream "answer 7." then [DONE]. It
 // records the endpoint and Authorization header of each request.
 type fakeOpenAI struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	paths map[string]int
-	auth  map[string]bool
+	srv     *httptest.Server
+	mu      sync.Mutex
+	paths   map[string]int
+	auth    map[string]bool
+	systems map[string]int // system messages seen
 }
 
 func newFakeOpenAI(t *testing.T) *fakeOpenAI {
-	f := &fakeOpenAI{paths: map[string]int{}, auth: map[string]bool{}}
+	f := &fakeOpenAI{paths: map[string]int{}, auth: map[string]bool{}, systems: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"tiny","object":"model","created":1,"owned_by":"test"}]}`)
 	})
 	gen := func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Messages []json.RawMessage `json:"messages"`
+			Messages []struct{ Role, Content string } `json:"messages"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
+		for _, m := range req.Messages {
+			if m.Role == "system" {
+				f.systems[m.Content]++
+			}
+		}
 		f.paths[r.URL.Path]++
 		f.auth[r.Header.Get("Authorization")] = true
 		f.mu.Unlock()
@@ -111,6 +117,21 @@ func TestRunOpenAIFake(t *testing.T) {
 	o, err := runTallyErr(bin, "run", "--model", "openai:nope", "--base-url", f.srv.URL+"/v1", "--tasks", "demo", "--store", db)
 	if err == nil || !strings.Contains(o, `"nope" is not served`) {
 		t.Errorf("missing model: %v %q", err, o)
+	}
+}
+
+// TestRunOpenAIJudgeSystem runs the AlpacaEval judge task in chat mode:
+// the judge's system turn goes to the server as the system message.
+func TestRunOpenAIJudgeSystem(t *testing.T) {
+	f := newFakeOpenAI(t)
+	bin := buildTally(t)
+	db := filepath.Join(t.TempDir(), "j.db")
+	s, _ := runTally(t, bin, "run", "--model", "openai:tiny", "--base-url", f.srv.URL+"/v1", "--tasks", "alpaca-judge", "--chat",
+		"--data", sharedPath(t, "data/alpaca_eval/results/gpt-3.5-turbo-1106/alpaca_eval_gpt4/annotations.json.gz"),
+		"--limit", "4", "--store", db, "--json")
+	const sys = "You are a helpful assistant, that ranks models by the quality of their answers."
+	if s.Errors != 0 || f.systems[sys] != s.Samples || len(f.systems) != 1 {
+		t.Errorf("run %+v; system messages %v", s, f.systems)
 	}
 }
 

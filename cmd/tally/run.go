@@ -149,7 +149,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	be, err := openModel(ctx, f.model, f.modelOptions(cfgs))
+	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
 	if err != nil {
 		st.Close()
 		return nil, err
