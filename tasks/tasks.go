@@ -86,6 +86,9 @@ type Config struct {
 	// and optionally the AraGen questions file the answers are joined with.
 	SystemPrompt string `yaml:"system_prompt"`
 	Questions    string `yaml:"questions"`
+	// Chat prompts an instruct model through its chat template (the prompt
+	// becomes the user's message); --chat forces it for every task.
+	Chat bool `yaml:"chat"`
 
 	dir string // directory of the YAML file, for relative data paths
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"tally/backends"
+	"tally/backends/internal/ollamatest"
 )
 
 // bareRun sends the requests straight through the api client, `slots` at a
@@ -116,8 +117,8 @@ func BenchmarkThroughput(b *testing.B) {
 // (server answering) and from the kill.
 func BenchmarkRecovery(b *testing.B) {
 	model := realModel(b)
-	srv := newOwnServer(b)
-	be, err := Open(context.Background(), model, Options{Host: srv.host, BaseDelay: 20 * time.Millisecond,
+	srv := ollamatest.Start(b)
+	be, err := Open(context.Background(), model, Options{Host: srv.Host, BaseDelay: 20 * time.Millisecond,
 		MaxDelay: 200 * time.Millisecond, MaxTries: 20})
 	if err != nil {
 		b.Fatal(err)
@@ -147,12 +148,12 @@ func BenchmarkRecovery(b *testing.B) {
 		for range 20 { // streaming is under way
 			<-pieces
 		}
-		srv.kill()
+		srv.Kill()
 		killed := time.Now()
 		for len(pieces) > 0 { // drop what arrived before the kill
 			<-pieces
 		}
-		srv.start()
+		srv.Restart()
 		restarted := time.Now()
 		<-pieces
 		fromRestart += time.Since(restarted)

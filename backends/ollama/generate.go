@@ -16,6 +16,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"tally/backends"
+	"tally/backends/internal/retry"
 )
 
 // HTTPError is a non-2xx answer from the server (4xx answers are not
@@ -249,26 +250,7 @@ func (b *Backend) finish(r backends.Request, a *attempt, earlier, numCtx int, si
 
 // sleep waits the back-off delay before retry number n (1-based).
 func (b *Backend) sleep(ctx context.Context, n int) bool {
-	d := backoff(b.opts.BaseDelay, b.opts.MaxDelay, n, rand.Float64())
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// backoff is the delay before retry n (1-based): base·2^(n-1), capped at
-// maxDelay, scaled into [½, 1] of itself by jitter (in [0, 1)).
-func backoff(base, maxDelay time.Duration, n int, jitter float64) time.Duration {
-	d := base
-	for i := 1; i < n && d < maxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, maxDelay)
-	return time.Duration(float64(d) * (0.5 + jitter/2))
+	return retry.Sleep(ctx, retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, n, rand.Float64()))
 }
 
 // stream runs one attempt with budget new tokens: the request continued
@@ -319,7 +301,15 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	}
 	var err error
 	if b.opts.Chat {
-		msgs := []api.Message{{Role: "user", Content: r.Prompt}}
+		system, user := "", r.Prompt
+		if b.opts.Split != nil {
+			system, user = b.opts.Split(r.Prompt)
+		}
+		var msgs []api.Message
+		if system != "" {
+			msgs = append(msgs, api.Message{Role: "system", Content: system})
+		}
+		msgs = append(msgs, api.Message{Role: "user", Content: user})
 		if after := r.PrefixText + prior; after != "" {
 			msgs = append(msgs, api.Message{Role: "assistant", Content: after})
 		}

@@ -5,38 +5,24 @@ package ollama
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
-
 	"tally/backends"
+	"tally/backends/internal/ollamatest"
 )
-
-// Integration tests run against a real server: scripts/ollama-server.sh
-// starts one and prints the variables they read.
-const skipMsg = "no Ollama server: set TALLY_OLLAMA_MODEL (and OLLAMA_HOST) as printed by `eval \"$(scripts/ollama-server.sh)\"` to run"
 
 // realModel returns the model name of the running server, or skips.
 func realModel(tb testing.TB) string {
 	tb.Helper()
-	m := os.Getenv("TALLY_OLLAMA_MODEL")
-	if m == "" {
-		tb.Skip(skipMsg)
-	}
-	return m
+	return ollamatest.Model(tb)
 }
 
 // testPrompts are varied prompts for the tiny model.
@@ -142,76 +128,6 @@ func TestIntegrationGenerate(t *testing.T) {
 	}
 }
 
-// ownServer is an `ollama serve` this test starts (and restarts) on its own
-// port, sharing the models directory of the script's server.
-type ownServer struct {
-	tb           testing.TB
-	bin, models  string
-	host, logDir string
-	cmd          *exec.Cmd
-	starts       int
-}
-
-func newOwnServer(tb testing.TB) *ownServer {
-	tb.Helper()
-	realModel(tb)
-	bin, models := os.Getenv("TALLY_OLLAMA_BIN"), os.Getenv("TALLY_OLLAMA_MODELS")
-	if bin == "" || models == "" {
-		tb.Skip("set TALLY_OLLAMA_BIN and TALLY_OLLAMA_MODELS (printed by scripts/ollama-server.sh) to run")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	host := l.Addr().String()
-	l.Close()
-	s := &ownServer{tb: tb, bin: bin, models: models, host: host, logDir: tb.TempDir()}
-	s.start()
-	tb.Cleanup(s.kill)
-	return s
-}
-
-func (s *ownServer) start() {
-	s.tb.Helper()
-	s.starts++
-	logf, err := os.Create(filepath.Join(s.logDir, fmt.Sprintf("serve%d.log", s.starts)))
-	if err != nil {
-		s.tb.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(s.bin, "serve")
-	cmd.Env = append(os.Environ(), "OLLAMA_HOST="+s.host, "OLLAMA_MODELS="+s.models, "OLLAMA_NUM_PARALLEL=4")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the runner child dies with it
-	if err := cmd.Start(); err != nil {
-		s.tb.Fatalf("start ollama serve: %v", err)
-	}
-	s.cmd = cmd
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := api.NewClient(&url.URL{Scheme: "http", Host: s.host}, http.DefaultClient)
-	for {
-		if _, err := c.Version(ctx); err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			s.tb.Fatalf("ollama serve on %s did not answer; see %s", s.host, s.logDir)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// kill kills the server and its runner (SIGKILL to the process group).
-func (s *ownServer) kill() {
-	if s.cmd == nil {
-		return
-	}
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	s.cmd.Wait()
-	s.cmd = nil
-}
-
 // countingTransport counts /api/generate requests.
 type countingTransport struct{ n atomic.Int64 }
 
@@ -224,7 +140,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestIntegrationServerRestarts(t *testing.T) {
 	model := realModel(t)
-	srv := newOwnServer(t)
+	srv := ollamatest.Start(t)
 	ctx := context.Background()
 	const n, budget, restarts = 12, 160, 5
 	prompts := testPrompts(n)
@@ -240,7 +156,7 @@ func TestIntegrationServerRestarts(t *testing.T) {
 	}
 
 	ct := &countingTransport{}
-	b, err := Open(ctx, model, Options{Host: srv.host, Transport: ct, Parallel: 4,
+	b, err := Open(ctx, model, Options{Host: srv.Host, Transport: ct, Parallel: 4,
 		BaseDelay: 20 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxTries: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -302,11 +218,11 @@ func TestIntegrationServerRestarts(t *testing.T) {
 		if !wait(k*expected/(restarts+1) - 1) {
 			break
 		}
-		srv.kill()
+		srv.Kill()
 		mu.Lock()
 		at := total
 		mu.Unlock()
-		srv.start()
+		srv.Restart()
 		restarted := time.Now()
 		if wait(at) {
 			recoveries = append(recoveries, time.Since(restarted))

@@ -52,6 +52,10 @@ type Options struct {
 	// Chat sends each prompt as a user message through the model's chat
 	// template (for instruct models) instead of raw completion.
 	Chat bool
+	// Split, when set, splits a prompt into a system message and the
+	// user's message in chat mode (a benchmark's own system prompt, see
+	// chattemplate.Systems).
+	Split func(prompt string) (system, user string)
 	// Parallel is the number of requests in flight (Slots). Default:
 	// OLLAMA_NUM_PARALLEL when set, else 4.
 	Parallel int
@@ -222,7 +226,9 @@ func (b *Backend) Name() string { return "ollama" }
 
 // Fingerprint is "ollama:" + the server's digest of the model (from
 // /api/tags) + quantisation level + family, asked of the server on each
-// call, so a re-created or re-pulled model never reuses stale generations.
+// call, so a re-created or re-pulled model never reuses stale generations;
+// chat mode appends ":chat", so that chat and raw generations of one model
+// (same prompt text, different model input) never answer for each other.
 func (b *Backend) Fingerprint(ctx context.Context) (string, error) {
 	list, err := b.client.List(ctx)
 	if err != nil {
@@ -230,7 +236,11 @@ func (b *Backend) Fingerprint(ctx context.Context) (string, error) {
 	}
 	for _, m := range list.Models {
 		if sameModel(m.Name, b.model) || sameModel(m.Model, b.model) {
-			return fmt.Sprintf("ollama:%s:%s:%s", m.Digest, m.Details.QuantizationLevel, m.Details.Family), nil
+			fp := fmt.Sprintf("ollama:%s:%s:%s", m.Digest, m.Details.QuantizationLevel, m.Details.Family)
+			if b.opts.Chat {
+				fp += ":chat"
+			}
+			return fp, nil
 		}
 	}
 	return "", fmt.Errorf("ollama: model %q is no longer on the server at %s", b.model, b.host)

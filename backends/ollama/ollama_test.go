@@ -139,27 +139,10 @@ func TestFingerprint(t *testing.T) {
 			t.Errorf("Fingerprint = %q, %v; want %q", got, err, tc.want)
 		}
 	}
-}
-
-func TestBackoff(t *testing.T) {
-	tests := []struct {
-		n      int
-		jitter float64
-		want   time.Duration
-	}{
-		{1, 0.999999, time.Second - time.Microsecond/2},
-		{1, 0, 500 * time.Millisecond},
-		{2, 0, time.Second},
-		{3, 0.5, 3 * time.Second},
-		{5, 0, 8 * time.Second},
-		{9, 0, 8 * time.Second}, // capped at 16s, then halved by jitter 0
-		{50, 0.999999, 16*time.Second - 8*time.Microsecond},
-	}
-	for _, tc := range tests {
-		got := backoff(time.Second, 16*time.Second, tc.n, tc.jitter)
-		if d := got - tc.want; d < -time.Microsecond || d > time.Microsecond {
-			t.Errorf("backoff(n=%d, jitter=%v) = %v, want %v", tc.n, tc.jitter, got, tc.want)
-		}
+	o := fastOpts(f.srv.URL)
+	o.Chat = true
+	if got, err := openFake(t, f, o).Fingerprint(ctx); err != nil || got != "ollama:sha256:cccc:F16:llama:chat" {
+		t.Errorf("chat Fingerprint = %q, %v", got, err)
 	}
 }
 
@@ -450,6 +433,18 @@ func TestChatMode(t *testing.T) {
 	want, _ := reference("<user>hi<assistant>ab", 6, nil)
 	if c.text[0] != want || len(f.chats) != 1 || len(f.generateRequests()) != 0 {
 		t.Errorf("text %q chats %d, want %q via /api/chat", c.text[0], len(f.chats), want)
+	}
+
+	// A benchmark's system prompt becomes the system message.
+	o.Split = func(p string) (string, string) { return "Judge.", strings.TrimPrefix(p, "Judge. ") }
+	b = openFake(t, f, o)
+	c = newCollector(t)
+	if err := b.Generate(context.Background(), []backends.Request{{Prompt: "Judge. hi", MaxTokens: 6}}, c.sink); err != nil {
+		t.Fatal(err)
+	}
+	want, _ = reference("<system>Judge.<user>hi", 6, nil)
+	if c.text[0] != want {
+		t.Errorf("with a system prompt: %q, want %q", c.text[0], want)
 	}
 }
 

@@ -59,7 +59,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			models := []string{f.model}
 			bes := []backends.Backend{s.be}
 			if against != "" {
-				be, err := openModel(ctx, against, f.device, f.concurrency)
+				be, err := openModel(ctx, against, f.modelOptions(s.cfgs, s.jobs))
 				if err != nil {
 					return err
 				}

@@ -29,7 +29,7 @@ func newGenerateCmd() *cobra.Command {
 			if (prompt == "") == (ids == "") {
 				return fmt.Errorf("pass exactly one of --prompt or --ids")
 			}
-			be, err := openModel(ctx, model, device, 1)
+			be, err := openModel(ctx, model, modelOptions{device: device, concurrency: 1})
 			if err != nil {
 				return err
 			}

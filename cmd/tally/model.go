@@ -2,22 +2,87 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"tally/backends"
+	"tally/backends/chattemplate"
 	"tally/backends/gomlx"
 	"tally/backends/imported"
 	"tally/backends/ollama"
+	"tally/backends/openai"
+	"tally/generate"
+	"tally/tasks"
 )
 
+// modelOptions are the flags that shape how a model is opened.
+type modelOptions struct {
+	device      string // native backend device
+	concurrency int    // requests in flight (native: batch size)
+	baseURL     string // openai: API root (else OPENAI_BASE_URL)
+	revision    string // openai: a revision label pinned into the fingerprint
+	// chat prompts through the model's chat template; taskChat holds each
+	// task's own `chat:` setting, used when chat is not forced.
+	chat     bool
+	taskChat []bool
+	// systems holds the benchmarks' system prompts (sample metadata
+	// "system_prompt"), sent as the system message in chat mode.
+	systems chattemplate.Systems
+}
+
+// modelOptions collects the model flags, with the chat setting of the
+// tasks that will run and their samples' system prompts (both may be nil).
+func (f *runFlags) modelOptions(cfgs []*tasks.Config, jobs []*generate.Job) modelOptions {
+	o := modelOptions{device: f.device, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
+		systems: chattemplate.Systems{}}
+	for _, c := range cfgs {
+		o.taskChat = append(o.taskChat, c.Chat)
+	}
+	for _, j := range jobs {
+		for _, s := range j.Samples {
+			if sys, ok := s.Metadata[chattemplate.SystemKey].(string); ok {
+				o.systems.Add(s.Prompt, sys)
+			}
+		}
+	}
+	return o
+}
+
+// useChat tells whether prompts go through the chat template: --chat, or
+// every task saying `chat: true`. Tasks that disagree cannot share one
+// backend and are refused.
+func (o modelOptions) useChat() (bool, error) {
+	if o.chat || len(o.taskChat) == 0 {
+		return o.chat, nil
+	}
+	for _, c := range o.taskChat[1:] {
+		if c != o.taskChat[0] {
+			return false, errors.New("some tasks are chat tasks and some are not: run them separately, or pass --chat")
+		}
+	}
+	return o.taskChat[0], nil
+}
+
 // openModel opens the backend a --model value names: "demo" (the embedded
-// demo model), "ollama:NAME" (an Ollama server), or a Hugging Face
-// directory or cache name for the native backend.
-func openModel(ctx context.Context, spec, device string, concurrency int) (backends.Backend, error) {
-	opts := gomlx.Options{Device: device, MaxBatch: concurrency}
+// demo model), "ollama:NAME" (an Ollama server), "openai:NAME" (an
+// OpenAI-compatible server), "imported:NAME", or a Hugging Face directory or
+// cache name for the native backend. In chat mode the native backend
+// renders prompts with the model's own chat template (tokenizer_config.json)
+// and the server backends use the server's; a benchmark's own system prompt
+// (sample metadata "system_prompt": L-Eval's, the judges') is sent as the
+// system message.
+func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backend, error) {
+	chat, err := o.useChat()
+	if err != nil {
+		return nil, err
+	}
+	opts := gomlx.Options{Device: o.device, MaxBatch: o.concurrency}
 	switch {
 	case spec == "demo":
+		if chat {
+			return nil, errors.New("the demo model has no chat template")
+		}
 		m, err := gomlx.Demo(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("open demo model: %w", err)
@@ -26,7 +91,14 @@ func openModel(ctx context.Context, spec, device string, concurrency int) (backe
 	case strings.HasPrefix(spec, imported.Prefix):
 		return imported.New(strings.TrimPrefix(spec, imported.Prefix)), nil
 	case strings.HasPrefix(spec, "ollama:"):
-		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: concurrency})
+		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
+		if err != nil {
+			return nil, fmt.Errorf("open model %s: %w", spec, err)
+		}
+		return m, nil
+	case strings.HasPrefix(spec, "openai:"):
+		m, err := openai.Open(ctx, strings.TrimPrefix(spec, "openai:"), openai.Options{
+			BaseURL: o.baseURL, Revision: o.revision, Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
 			return nil, fmt.Errorf("open model %s: %w", spec, err)
 		}
@@ -36,6 +108,25 @@ func openModel(ctx context.Context, spec, device string, concurrency int) (backe
 		if err != nil {
 			return nil, fmt.Errorf("open model %s: %w", spec, err)
 		}
+		if chat {
+			if err := useChatTemplate(m, spec, o.systems); err != nil {
+				m.Close()
+				return nil, fmt.Errorf("open model %s: %w", spec, err)
+			}
+		}
 		return m, nil
 	}
+}
+
+// useChatTemplate gives a native model its own chat template.
+func useChatTemplate(m *gomlx.Model, spec string, systems chattemplate.Systems) error {
+	dir, err := gomlx.ResolveModelDir(spec)
+	if err != nil {
+		return err
+	}
+	tmpl, err := chattemplate.Load(dir)
+	if err != nil {
+		return fmt.Errorf("chat template: %w", err)
+	}
+	return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
 }

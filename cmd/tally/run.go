@@ -41,6 +41,9 @@ type runFlags struct {
 	set         []string
 	lease       time.Duration
 	fs          *pflag.FlagSet
+	// Model flags for server backends and instruct models (model.go).
+	baseURL, modelRevision string
+	chat                   bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -58,6 +61,9 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
+	fl.StringVar(&f.baseURL, "base-url", "", "openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL); the key is read from $OPENAI_API_KEY")
+	fl.StringVar(&f.modelRevision, "model-revision", "", "openai: a revision label kept in the model fingerprint (new weights under the same name: a new label)")
+	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
@@ -201,7 +207,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	be, err := openModel(ctx, f.model, f.device, f.concurrency)
+	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
 	if err != nil {
 		st.Close()
 		return nil, err

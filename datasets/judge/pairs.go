@@ -190,8 +190,9 @@ func ParsePairReference(raw json.RawMessage) (PairReference, error) {
 // a judge's position bias is measured and cancelled by asking both ways:
 // ID "<index>/ab" shows the baseline (output_1) first, "<index>/ba" the
 // model (output_2) first; ShareKey is the index; References is a
-// PairReference; Metadata holds "index" (the pair's position), "order"
-// and, when known, "dataset". The prompt is tmpl.Prompt with the first
+// PairReference; Metadata holds "index" (the pair's position), "order",
+// "system_prompt" (the template's system turn, which a chat run sends as
+// the system message) and, when known, "dataset". The prompt is tmpl.Prompt with the first
 // shown output as {output_1}.
 func PairwiseSamples(task string, pairs []Pair, tmpl PairTemplate) []datasets.Sample {
 	out := make([]datasets.Sample, 0, 2*len(pairs))
@@ -210,6 +211,9 @@ func PairwiseSamples(task string, pairs []Pair, tmpl PairTemplate) []datasets.Sa
 				ref = []byte("null")
 			}
 			meta := map[string]any{"index": i, "order": order}
+			if tmpl.System != "" {
+				meta["system_prompt"] = tmpl.System
+			}
 			if p.Dataset != "" {
 				meta["dataset"] = p.Dataset
 			}

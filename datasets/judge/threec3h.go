@@ -367,7 +367,9 @@ type ThreeC3HReference struct {
 // newline that the .md files lack; it is not added.
 //
 // ID is Entry.ID (the index when empty), References a ThreeC3HReference,
-// Metadata "task", "category", "sub_category" and "round". Entries that
+// Metadata "task", "category", "sub_category", "round" and "system_prompt"
+// (the system prompt and round text, jury.py's system message, which a chat
+// run sends as such). Entries that
 // jury.py skips (Missing() != "": a blank model answer) are left out, and
 // AraGen counts them as failed entries.
 func ThreeC3HSamples(task string, entries []Entry, systemPrompt string) []datasets.Sample {
@@ -395,6 +397,7 @@ func ThreeC3HSamples(task string, entries []Entry, systemPrompt string) []datase
 			References: ref,
 			Metadata: map[string]any{
 				"task": e.Task, "category": e.Category, "sub_category": e.SubCategory, "round": e.Round,
+				"system_prompt": systemPrompt + system,
 			},
 		})
 	}

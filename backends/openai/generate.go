@@ -1,0 +1,379 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"tally/backends"
+	"tally/backends/internal/retry"
+)
+
+// maxRetryAfter caps the delay a server may ask for with Retry-After.
+const maxRetryAfter = 10 * time.Minute
+
+var (
+	errSinkStop  = errors.New("sink asked to stop")
+	errStalled   = errors.New("stream stalled")
+	errNoDone    = errors.New("stream ended before [DONE]")
+	errPermanent = errors.New("not retryable")
+	errDiverged  = errors.New("replay diverged from the streamed text")
+)
+
+// Generate runs every request with Slots() in flight, in order, streaming
+// text as it arrives and ending each request with one Done event. The sink
+// may be called from several goroutines at once (for different requests).
+// It returns ctx's error when ctx ends first; requests cut off that way get
+// no Done event.
+func (b *Backend) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
+	work := make(chan backends.Request)
+	var wg sync.WaitGroup
+	for range min(b.opts.Parallel, max(len(reqs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				b.one(ctx, r, sink)
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, r := range reqs {
+		select {
+		case work <- r:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("openai: generate: %w", err)
+	}
+	return nil
+}
+
+// usage is the server's token accounting.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// attempt is what one streamed attempt produced.
+type attempt struct {
+	text     strings.Builder // text streamed (and sent to the sink)
+	pieces   int             // non-empty pieces streamed
+	skipLeft string          // replayed text not yet reproduced
+	finish   string          // the choice's finish_reason, once sent
+	done     bool            // [DONE] arrived
+	usage    *usage
+}
+
+// one runs a request to its Done event (unless ctx ends).
+func (b *Backend) one(ctx context.Context, r backends.Request, sink backends.Sink) {
+	fail := func(finish string, err error, gen int) {
+		sink(backends.Event{Index: r.Index, Done: true, Finish: finish, Err: err, GenTokens: gen})
+	}
+	if r.MaxTokens <= 0 {
+		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength})
+		return
+	}
+	var (
+		streamed strings.Builder // text streamed so far (by every attempt)
+		gen      int             // pieces streamed so far
+		tries    int             // attempts since the last progress
+		lastErr  error
+		wait     time.Duration // the server's Retry-After for the next try
+		replay   = true        // resume a broken stream by replaying it
+	)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		if tries >= b.opts.MaxTries {
+			fail(backends.FinishError, fmt.Errorf("openai: request %d failed after %d tries: %w", r.Index, tries, lastErr), gen)
+			return
+		}
+		if tries > 0 {
+			d := max(retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, tries, rand.Float64()), min(wait, maxRetryAfter))
+			if !retry.Sleep(ctx, d) {
+				return
+			}
+		}
+		tries++
+		prior, skip, budget, earlier := "", "", r.MaxTokens, 0
+		if gen > 0 {
+			if replay {
+				skip = streamed.String()
+			} else {
+				prior, budget, earlier = streamed.String(), max(r.MaxTokens-gen, 1), gen
+			}
+		}
+		a, err := b.stream(ctx, r, prior, skip, budget, sink)
+		if a.pieces > 0 {
+			tries = 0
+			streamed.WriteString(a.text.String())
+			gen += a.pieces
+		}
+		complete := a.done || (err == nil && a.finish != "")
+		switch {
+		case errors.Is(err, errSinkStop):
+			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishStop, GenTokens: gen})
+			return
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, backends.ErrContextOverflow):
+			fail(backends.FinishContext, fmt.Errorf("openai: request %d: %w", r.Index, err), gen)
+			return
+		case err == nil && complete && a.skipLeft == "":
+			b.finish(r, a, earlier, gen, sink)
+			return
+		case err == nil && complete:
+			err = errDiverged // the replay ended before reproducing the text
+		case err == nil:
+			err = errNoDone
+		}
+		if errors.Is(err, errDiverged) {
+			replay = false
+			tries--
+			continue
+		}
+		lastErr, wait = err, 0
+		var he *HTTPError
+		if errors.As(err, &he) {
+			wait = he.RetryAfter
+		}
+		if errors.Is(err, errPermanent) {
+			fail(backends.FinishError, fmt.Errorf("openai: request %d: %w", r.Index, err), gen)
+			return
+		}
+		if gen >= r.MaxTokens {
+			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength, GenTokens: gen})
+			return
+		}
+	}
+}
+
+// finish sends the Done event for a completed attempt; earlier counts the
+// pieces of broken attempts continued by it, gen every piece streamed.
+func (b *Backend) finish(r backends.Request, a *attempt, earlier, gen int, sink backends.Sink) {
+	ev := backends.Event{Index: r.Index, Done: true, GenTokens: gen}
+	if a.usage != nil && a.usage.CompletionTokens > 0 {
+		ev.GenTokens = earlier + a.usage.CompletionTokens
+		ev.PromptTokens = max(a.usage.PromptTokens-earlier, 0)
+	} else if a.usage != nil {
+		ev.PromptTokens = max(a.usage.PromptTokens-earlier, 0)
+	}
+	switch a.finish {
+	case "length":
+		ev.Finish = backends.FinishLength
+	default:
+		// "stop": an EOS token or a stop sequence (servers strip the stop
+		// text and report both alike); both end the generation for good.
+		ev.Finish = backends.FinishEOS
+	}
+	sink(ev)
+}
+
+// message is one chat message.
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// body is the JSON of one request.
+func (b *Backend) body(r backends.Request, prior string, budget int) ([]byte, string) {
+	m := map[string]any{
+		"model": b.model, "max_tokens": budget, "temperature": 0, "seed": b.opts.Seed,
+		"stream": true, "stream_options": map[string]any{"include_usage": true},
+	}
+	if len(r.StopHint) > 0 {
+		m["stop"] = r.StopHint[:min(len(r.StopHint), b.opts.MaxStops)]
+	}
+	if !b.opts.Chat {
+		m["prompt"] = r.Prompt + r.PrefixText + prior
+		data, _ := json.Marshal(m)
+		return data, "/completions"
+	}
+	system, user := "", r.Prompt
+	if b.opts.Split != nil {
+		system, user = b.opts.Split(r.Prompt)
+	}
+	if system == "" {
+		system = b.opts.System
+	}
+	var msgs []message
+	if system != "" {
+		msgs = append(msgs, message{"system", system})
+	}
+	msgs = append(msgs, message{"user", user})
+	if after := r.PrefixText + prior; after != "" {
+		// Continue the assistant's answer rather than start a new turn:
+		// vLLM's and SGLang's flags; Ollama continues a final assistant
+		// message on its own.
+		msgs = append(msgs, message{"assistant", after})
+		m["continue_final_message"] = true
+		m["add_generation_prompt"] = false
+	}
+	m["messages"] = msgs
+	data, _ := json.Marshal(m)
+	return data, "/chat/completions"
+}
+
+// chunk is one streamed SSE event of either endpoint.
+type chunk struct {
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// stream runs one attempt with budget new tokens: the request continued
+// after prior (text streamed by earlier attempts), or replayed from the
+// start with the pieces reproducing skip (already streamed) held back.
+func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip string, budget int, sink backends.Sink) (*attempt, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchdog := time.AfterFunc(b.opts.StallTimeout, func() { cancel(errStalled) })
+	defer watchdog.Stop()
+
+	a := &attempt{skipLeft: skip}
+	data, path := b.body(r, prior, budget)
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, b.base+path, bytes.NewReader(data))
+	if err != nil {
+		return a, fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	b.authorize(req)
+	resp, err := b.http.Do(req)
+	if err != nil {
+		return a, b.transportErr(ctx, actx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		he := readError(resp)
+		if d, ok := retry.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			he.RetryAfter = d
+		}
+		return a, classify(he)
+	}
+	onPiece := func(text string) error {
+		if a.skipLeft != "" && text != "" {
+			switch {
+			case strings.HasPrefix(a.skipLeft, text):
+				a.skipLeft = a.skipLeft[len(text):]
+				text = ""
+			case strings.HasPrefix(text, a.skipLeft):
+				text = text[len(a.skipLeft):]
+				a.skipLeft = ""
+			default:
+				return errDiverged
+			}
+		}
+		if text != "" {
+			a.text.WriteString(text)
+			a.pieces++
+			if !sink(backends.Event{Index: r.Index, Text: text}) {
+				return errSinkStop
+			}
+		}
+		return nil
+	}
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		line, err := rd.ReadBytes('\n')
+		watchdog.Reset(b.opts.StallTimeout)
+		if len(line) > 0 && (err == nil || err == io.EOF) {
+			if perr := b.line(bytes.TrimRight(line, "\r\n"), a, onPiece); perr != nil {
+				return a, perr
+			}
+			if a.done {
+				return a, nil
+			}
+		}
+		if err == io.EOF {
+			if a.finish != "" {
+				return a, nil // no [DONE], but the choice was finished
+			}
+			return a, errNoDone
+		}
+		if err != nil {
+			return a, b.transportErr(ctx, actx, err)
+		}
+	}
+}
+
+// line handles one SSE line.
+func (b *Backend) line(line []byte, a *attempt, onPiece func(string) error) error {
+	data, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return nil // blank separators, comments, event: and id: lines
+	}
+	data = bytes.TrimSpace(data)
+	if string(data) == "[DONE]" {
+		a.done = true
+		return nil
+	}
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("bad stream event %.200q: %w", data, err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		code, msg := errorFields(append(append([]byte(`{"error":`), c.Error...), '}'), string(c.Error))
+		return classify(&HTTPError{StatusCode: http.StatusOK, Code: code, Message: msg})
+	}
+	if c.Usage != nil {
+		a.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if err := onPiece(ch.Text + ch.Delta.Content); err != nil {
+			return err
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			a.finish = *ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// classify marks an error answer as a context overflow, retryable (429,
+// 408, 5xx and errors inside a 200 stream) or permanent (other 4xx).
+func classify(he *HTTPError) error {
+	switch {
+	case isContextOverflow(he.Code, he.Message):
+		return fmt.Errorf("%w: %w", backends.ErrContextOverflow, he)
+	case he.StatusCode == http.StatusTooManyRequests || he.StatusCode == http.StatusRequestTimeout ||
+		he.StatusCode >= 500 || he.StatusCode < 400:
+		return he
+	default:
+		return fmt.Errorf("%w: %w", errPermanent, he)
+	}
+}
+
+// transportErr names a stalled stream as such.
+func (b *Backend) transportErr(ctx, actx context.Context, err error) error {
+	if cause := context.Cause(actx); errors.Is(cause, errStalled) && ctx.Err() == nil {
+		return fmt.Errorf("no data for %s: %w", b.opts.StallTimeout, errStalled)
+	}
+	return err
+}
