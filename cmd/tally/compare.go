@@ -50,6 +50,9 @@ func comparisonCmd(use string, rescore bool, short, long string) *cobra.Command 
 				return fmt.Errorf("--format %q: want text, markdown, html or json", format)
 			}
 			ctx := cmd.Context()
+			if !rescore && against == "" { // report: from the store alone
+				return storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			s, err := f.open(ctx, cmd.ErrOrStderr())
 			if err != nil {
 				return err

@@ -45,6 +45,7 @@ func newRoot() *cobra.Command {
 		newImportCmd(),
 		newCompareCmd(),
 		newReportCmd(),
+		newLsCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),

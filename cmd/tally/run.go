@@ -35,6 +35,7 @@ type runFlags struct {
 	data        string
 	skipBad     bool
 	set         []string
+	outputPath  string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -51,6 +52,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
+	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 }
 
@@ -202,7 +204,8 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		printPlan(stderr, plan)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
-		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency})
+		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
+		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
@@ -245,6 +248,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	sum.Scores = res.Means()
+	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+		return err
+	}
 	if f.json {
 		return writeJSON(stdout, sum)
 	}
@@ -472,6 +478,9 @@ func newRescoreCmd() *cobra.Command {
 			warnUnscorable(stderr, unscorable)
 			res, err := generate.ReadResults(ctx, s.st, p)
 			if err != nil {
+				return err
+			}
+			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {
