@@ -14,6 +14,7 @@ import (
 
 	"tally/backends/imported"
 	"tally/datasets/lmevallog"
+	"tally/datasets/published"
 	"tally/generate"
 	"tally/report"
 	"tally/store"
@@ -22,6 +23,10 @@ import (
 // samplesName matches lm-eval's samples_<task>_<date_id>.jsonl (date_id is
 // datetime.isoformat() with ":" replaced by "-").
 var samplesName = regexp.MustCompile(`^samples_(.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl(\.gz)?$`)
+
+// publishedName matches the published prediction files a folder import
+// picks up (explicit file arguments may have any name).
+var publishedName = regexp.MustCompile(`(\.pred\.jsonl|^annotations\.json|^model_outputs\.json)(\.gz)?$`)
 
 // lmevalFiles expands paths (files or directories, searched recursively)
 // into lm-eval sample logs.
@@ -37,7 +42,7 @@ func lmevalFiles(paths []string) ([]string, error) {
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && samplesName.MatchString(d.Name()) {
+			if err == nil && !d.IsDir() && (samplesName.MatchString(d.Name()) || publishedName.MatchString(d.Name())) {
 				out = append(out, path)
 			}
 			return err
@@ -146,8 +151,19 @@ func importFiles(cmd *cobra.Command, f *runFlags, args []string) error {
 	}
 	defer st.Close()
 	name, _ := strings.CutPrefix(f.model, imported.Prefix)
-	counts, err := importLMEval(ctx, st, files, name)
+	var logs, others []string
+	for _, p := range files {
+		if samplesName.MatchString(filepath.Base(p)) {
+			logs = append(logs, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	counts, err := importLMEval(ctx, st, logs, name)
 	if err != nil {
+		return err
+	}
+	if err := importPublished(ctx, st, others, name, counts); err != nil {
 		return err
 	}
 	if f.json {
@@ -155,6 +171,62 @@ func importFiles(cmd *cobra.Command, f *runFlags, args []string) error {
 	}
 	for _, p := range files {
 		fmt.Fprintf(cmd.OutOrStdout(), "imported %d samples from %s\n", counts[p], p)
+	}
+	return nil
+}
+
+// importPublished stores published prediction files (L-Eval, Counting-Stars,
+// AlpacaEval) as imported generations of "imported:MODEL" (MODEL: the
+// file's own model name unless model is given), scored under the setting
+// "published" by the benchmark's scorer.
+func importPublished(ctx context.Context, st *store.Store, files []string, model string, counts map[string]int) error {
+	runs := map[string]int64{}
+	for _, path := range files {
+		_, recs, err := published.Read(path)
+		if err != nil {
+			return err
+		}
+		var samples []store.Sample
+		var gens []store.Generation
+		var scores []store.Score
+		for _, r := range recs {
+			name := r.Model
+			if model != "" {
+				name = model
+			}
+			if name == "" {
+				name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+			}
+			fp := imported.Prefix + name
+			if _, ok := runs[fp]; !ok {
+				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files})
+				id, err := st.StartRun(ctx, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported", Model: fp, Fingerprint: fp})
+				if err != nil {
+					return err
+				}
+				runs[fp] = id
+			}
+			meta, _ := json.Marshal(r.Metadata)
+			key := generate.Key(fp, nil, r.Task+"\x00"+r.ID+"\x00"+r.Prompt)
+			samples = append(samples, store.Sample{Task: r.Task, ID: r.ID, Prompt: r.Prompt, Refs: r.Refs, Metadata: meta})
+			gens = append(gens, store.Generation{Key: key, Fingerprint: fp, Task: r.Task, SampleID: r.ID, Text: r.Prediction,
+				Finish: "stop", Imported: true, Stops: json.RawMessage(`{}`)})
+			for m, v := range r.Scores {
+				scores = append(scores, store.Score{GenKey: key, Task: r.Task, SampleID: r.ID, Setting: "published", Metric: m, Value: v, Prediction: r.Prediction})
+			}
+		}
+		if err := st.PutSamples(ctx, samples); err != nil {
+			return err
+		}
+		if err := st.PutGenerations(ctx, gens, scores); err != nil {
+			return err
+		}
+		counts[path] = len(recs)
+	}
+	for _, id := range runs {
+		if err := st.FinishRun(ctx, id, "done", 0, 0, 0, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
