@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -114,46 +115,58 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Rows are scanned as raw bytes and strings interned, so a million
+	// scores cost few allocations; a cell's scored samples are the most
+	// rows any one of its metrics has (the primary key makes a (generation,
+	// sample, setting, budget, metric) row unique).
 	type cellKey struct {
 		fp, task, settingKey string
 		budget               int
 	}
 	type acc struct {
 		setting string
-		samples map[string]bool
-		metrics map[string]bool
+		metrics map[string]int
+	}
+	intern := map[string]string{}
+	in := func(b sql.RawBytes) string {
+		if x, ok := intern[string(b)]; ok {
+			return x
+		}
+		x := string(b)
+		intern[x] = x
+		return x
 	}
 	cells := map[cellKey]*acc{}
 	var order []cellKey
-	rows, err = s.db.QueryContext(ctx, `SELECT gen_key, task, sample_id, setting, setting_key, budget, metric FROM scores`)
+	rows, err = s.db.QueryContext(ctx, `SELECT gen_key, task, setting, setting_key, budget, metric FROM scores`)
 	if err != nil {
 		return nil, fmt.Errorf("read scores: %w", err)
 	}
 	defer rows.Close()
-	var genKey, task, id, setting, settingKey, metric string
+	var genKey, task, setting, settingKey, metric sql.RawBytes
 	var budget int
 	for rows.Next() {
-		if err := rows.Scan(&genKey, &task, &id, &setting, &settingKey, &budget, &metric); err != nil {
+		if err := rows.Scan(&genKey, &task, &setting, &settingKey, &budget, &metric); err != nil {
 			return nil, err
 		}
-		k := cellKey{fpOf[genKey], task, settingKey, budget}
+		k := cellKey{fpOf[string(genKey)], in(task), in(settingKey), budget}
 		a := cells[k]
 		if a == nil {
-			a = &acc{setting: setting, samples: map[string]bool{}, metrics: map[string]bool{}}
+			a = &acc{setting: in(setting), metrics: map[string]int{}}
 			cells[k] = a
 			order = append(order, k)
 		}
-		a.samples[id] = true
-		a.metrics[metric] = true
+		a.metrics[in(metric)]++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read scores: %w", err)
 	}
 	for _, k := range order {
 		a := cells[k]
-		c := Cell{Fingerprint: k.fp, Task: k.task, Setting: a.setting, SettingKey: k.settingKey, Budget: k.budget, Scored: len(a.samples)}
-		for m := range a.metrics {
+		c := Cell{Fingerprint: k.fp, Task: k.task, Setting: a.setting, SettingKey: k.settingKey, Budget: k.budget}
+		for m, n := range a.metrics {
 			c.Metrics = append(c.Metrics, m)
+			c.Scored = max(c.Scored, n)
 		}
 		sortStrings(c.Metrics)
 		inv.Cells = append(inv.Cells, c)
@@ -171,14 +184,15 @@ func (s *Store) keyFingerprints(ctx context.Context) (map[string]string, error) 
 	defer rows.Close()
 	out := map[string]string{}
 	fps := map[string]string{} // intern fingerprints
+	var k string
+	var raw sql.RawBytes
 	for rows.Next() {
-		var k, fp string
-		if err := rows.Scan(&k, &fp); err != nil {
+		if err := rows.Scan(&k, &raw); err != nil {
 			return nil, err
 		}
-		if x, ok := fps[fp]; ok {
-			fp = x
-		} else {
+		fp, ok := fps[string(raw)]
+		if !ok {
+			fp = string(raw)
 			fps[fp] = fp
 		}
 		out[k] = fp
