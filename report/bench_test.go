@@ -126,21 +126,27 @@ func BenchmarkReport(b *testing.B) {
 
 // BenchmarkHTML10k writes the HTML report of 10,000 samples (2 models ×
 // 2 tasks × 2,500, prompts of about 2,500 characters) and reports its
-// size.
+// size (TALLY_HTML_OUT=FILE keeps the page).
 func BenchmarkHTML10k(b *testing.B) {
 	st := bigStore(b, 2500, 400)
 	ds, err := Load(context.Background(), st, store.Filter{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var size int
+	var buf bytes.Buffer
 	b.ResetTimer()
 	for b.Loop() {
-		var buf bytes.Buffer
+		buf.Reset()
 		if err := WriteHTML(&buf, ds); err != nil {
 			b.Fatal(err)
 		}
-		size = buf.Len()
+	}
+	size := buf.Len()
+	// TALLY_HTML_OUT keeps the page, for a scripted browser load.
+	if out := os.Getenv("TALLY_HTML_OUT"); out != "" {
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(size)/1e6, "MB")
 }

@@ -208,6 +208,7 @@ pre.raw,pre.prompt,pre.gold{background:#fafafa;border:1px solid #eee;padding:.4e
     filter();
     if (location.hash === '#open') window.tallyOpenAll();
     document.body.setAttribute('data-ready', '1');
+    document.body.setAttribute('data-load-ms', String(Math.round(performance.now())));
   }
   load().then(start).catch(function (e) { recordError('loading samples: ' + (e && e.message ? e.message : e)); });
 })();
