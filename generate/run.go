@@ -107,6 +107,10 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		opt.Progress.Start(len(work))
 		defer opt.Progress.Finish()
 	}
+	tp, _ := opt.Progress.(TokenProgress)
+	if tp != nil {
+		tp.Work(workTokens(work))
+	}
 	genStart := time.Now()
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
@@ -174,6 +178,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
+			if tp != nil {
+				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, ev.PromptTokens, s.it.NewTokens, max(newTok, 0), g.Error)
+			}
 			if opt.Progress != nil {
 				opt.Progress.SampleDone()
 			}
