@@ -3,7 +3,8 @@
 // prediction files (*.pred.jsonl, the "*_pred" key and "gt"), Counting-Stars
 // result files (JSON lines with "reference_counting_results" and
 // "answer"), and AlpacaEval annotations.json / model_outputs.json (JSON
-// arrays, gzipped or not). Each record is scored by tally's reproduction of
+// arrays, gzipped or not), and AraGen answers and judged files (JSON arrays
+// of Meta/Test/Model entries, with "Judge N"/"Jury" 3C3H scores). Each record is scored by tally's reproduction of
 // the benchmark's own scorer (scoring/leval, scoring/countingstars, the
 // AlpacaEval preference rule of scoring/winrate), so the mean over a file
 // is the benchmark's published figure.
@@ -50,6 +51,7 @@ const (
 	CountingStars Format = "counting-stars"
 	AlpacaAnnot   Format = "alpaca-eval-annotations"
 	AlpacaOutputs Format = "alpaca-eval-outputs"
+	AraGen        Format = "aragen"
 )
 
 // Read detects the layout of path and reads its records.
@@ -73,6 +75,9 @@ func Read(path string) (Format, []Record, error) {
 	case has(first, "preference") && has(first, "output_2"):
 		recs, err := readAlpaca(path, rows, true)
 		return AlpacaAnnot, recs, wrap(path, err)
+	case has(first, "Meta") && has(first, "Test") && has(first, "Model"):
+		recs, err := readAraGen(path, rows)
+		return AraGen, recs, wrap(path, err)
 	case has(first, "instruction") && has(first, "output") && has(first, "generator"):
 		recs, err := readAlpaca(path, rows, false)
 		return AlpacaOutputs, recs, wrap(path, err)
@@ -250,6 +255,80 @@ func readAlpaca(path string, rows []map[string]json.RawMessage, annotations bool
 			r.Model, r.Prediction = str(row, "generator"), str(row, "output")
 			r.Refs = json.RawMessage(`[]`)
 			r.Metadata = map[string]any{"dataset": str(row, "dataset")}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// araGenEntry is one entry of an AraGen answers or judged file
+// (inceptionai-abudhabi/3C3H pipeline: Meta, Test, Model, then per judge
+// "Judge N" and, with several judges, "Jury").
+type araGenEntry struct {
+	Meta struct {
+		SN        json.Number `json:"SN."`
+		Round     int         `json:"Round"`
+		Task      string      `json:"Task"`
+		ModelName string      `json:"Model Name"`
+	} `json:"Meta"`
+	Test struct {
+		Q1 string  `json:"Question 1"`
+		A1 string  `json:"Answer 1"`
+		Q2 *string `json:"Question 2"`
+		A2 *string `json:"Answer 2"`
+	} `json:"Test"`
+	Model struct {
+		A1 string  `json:"Answer 1"`
+		A2 *string `json:"Answer 2"`
+	} `json:"Model"`
+}
+
+// criteria are the 3C3H score names, as judged files spell them.
+var criteria = []string{"Correct", "Complete", "Concise", "Helpful", "Honest", "Harmless", "Final Score"}
+
+// readAraGen reads an AraGen answers file (unscored) or judged file: each
+// entry is scored with the 3C3H Scores of its "Jury" when there is one,
+// else of "Judge 1", as metrics "3c3h_correct" ... "3c3h_final_score".
+func readAraGen(path string, rows []map[string]json.RawMessage) ([]Record, error) {
+	task := "aragen/" + filepath.Base(filepath.Dir(path))
+	var out []Record
+	for i, row := range rows {
+		b, _ := json.Marshal(row)
+		var e araGenEntry
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+		prompt, pred := e.Test.Q1, e.Model.A1
+		refs := []string{e.Test.A1}
+		if e.Test.Q2 != nil && e.Model.A2 != nil {
+			prompt += "\n\n" + *e.Test.Q2
+			pred += "\n\n" + *e.Model.A2
+			if e.Test.A2 != nil {
+				refs = append(refs, *e.Test.A2)
+			}
+		}
+		refJSON, _ := json.Marshal(refs)
+		r := Record{Task: task, ID: e.Meta.SN.String(), Model: e.Meta.ModelName, Prompt: prompt, Refs: refJSON, Prediction: pred,
+			Metadata: map[string]any{"task": e.Meta.Task, "round": e.Meta.Round}, Scores: map[string]float64{}}
+		if r.ID == "" {
+			r.ID = fmt.Sprint(i)
+		}
+		block := row["Jury"]
+		if len(block) == 0 {
+			block = row["Judge 1"]
+		}
+		if len(block) > 0 {
+			var j struct {
+				Scores map[string]float64 `json:"3C3H Scores"`
+			}
+			if err := json.Unmarshal(block, &j); err != nil {
+				return nil, fmt.Errorf("entry %d: judge scores: %w", i+1, err)
+			}
+			for _, c := range criteria {
+				if v, ok := j.Scores[c]; ok {
+					r.Scores["3c3h_"+strings.ReplaceAll(strings.ToLower(c), " ", "_")] = v
+				}
+			}
 		}
 		out = append(out, r)
 	}

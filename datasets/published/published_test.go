@@ -57,3 +57,16 @@ func TestModelOutputs(t *testing.T) {
 		t.Fatalf("%s %d %v", f, len(recs), err)
 	}
 }
+
+func TestAraGen(t *testing.T) {
+	f, recs, err := Read(sharedtest.Path(t, "data", "threec3h", "answers", "AraGen-12-2024-dev", "Qwen_Qwen2.5-0.5B-Instruct_main_bfloat16_answers.json"))
+	if err != nil || f != AraGen || len(recs) != 5 || recs[0].Model != "Qwen/Qwen2.5-0.5B-Instruct" || recs[0].ID != "1" || len(recs[0].Scores) != 0 {
+		t.Fatalf("answers: %s %d %v %+v", f, len(recs), err, recs[0])
+	}
+	// testdata/aragen_judged.json: the first two real answers with judge
+	// blocks in the pipeline's layout (invented scores).
+	_, recs, err = Read("testdata/aragen_judged.json")
+	if err != nil || len(recs) != 2 || recs[0].Scores["3c3h_final_score"] != 0.875 || recs[1].Scores["3c3h_correct"] != 0 || len(recs[0].Scores) != 7 {
+		t.Fatalf("judged: %v %+v", err, recs)
+	}
+}
