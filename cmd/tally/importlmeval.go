@@ -26,7 +26,7 @@ var samplesName = regexp.MustCompile(`^samples_(.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+
 
 // publishedName matches the published prediction files a folder import
 // picks up (explicit file arguments may have any name).
-var publishedName = regexp.MustCompile(`(\.pred\.jsonl|^annotations\.json|^model_outputs\.json)(\.gz)?$`)
+var publishedName = regexp.MustCompile(`(\.pred\.jsonl|^annotations\.json|^model_outputs\.json|_answers\.json|_judged\.json)(\.gz)?$`)
 
 // lmevalFiles expands paths (files or directories, searched recursively)
 // into lm-eval sample logs.

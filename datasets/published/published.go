@@ -2,12 +2,13 @@
 // predictions, as they are, into scored records tally can store: L-Eval
 // prediction files (*.pred.jsonl, the "*_pred" key and "gt"), Counting-Stars
 // result files (JSON lines with "reference_counting_results" and
-// "answer"), and AlpacaEval annotations.json / model_outputs.json (JSON
-// arrays, gzipped or not), and AraGen answers and judged files (JSON arrays
-// of Meta/Test/Model entries, with "Judge N"/"Jury" 3C3H scores). Each record is scored by tally's reproduction of
-// the benchmark's own scorer (scoring/leval, scoring/countingstars, the
-// AlpacaEval preference rule of scoring/winrate), so the mean over a file
-// is the benchmark's published figure.
+// "answer"), AlpacaEval annotations.json / model_outputs.json (JSON arrays,
+// gzipped or not) and AraGen answers and judged files (JSON arrays of
+// Meta/Test/Model entries, with "Judge N"/"Jury" 3C3H scores). Each record
+// is scored by tally's reproduction of the benchmark's own scorer
+// (scoring/leval, scoring/countingstars, the AlpacaEval preference rule of
+// scoring/winrate, the judges' 3C3H scores as filed), so the mean over a
+// file is the benchmark's published figure.
 package published
 
 import (
