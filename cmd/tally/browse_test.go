@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"tally/internal/sharedtest"
 )
 
 func tallyOut(t *testing.T, args ...string) string {
@@ -128,5 +131,39 @@ func TestImportLMEvalLog(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model lm-eval" {
 		t.Errorf("rows %+v", rows)
+	}
+}
+
+// TestImportPublished brings the published prediction files of
+// ../shared/data in as they are; report gives their READMEs' numbers.
+func TestImportPublished(t *testing.T) {
+	data := sharedtest.Path(t, "data")
+	db := filepath.Join(t.TempDir(), "p.db")
+	tallyOut(t, "import", "--store", db,
+		filepath.Join(data, "leval", "Predictions", "exam_eval", "turbo-16k-0613", "coursera.pred.jsonl"),
+		filepath.Join(data, "counting_stars", "results", "stone_gpt4_32_16.txt"),
+		filepath.Join(data, "alpaca_eval", "results", "text_davinci_001"))
+	var rows []struct {
+		Task, Metric string
+		N            int
+		Mean         struct{ Estimate float64 }
+	}
+	if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"leval_coursera": 63.5174, "counting_stars": 0.978515625 * 100, "alpaca_eval/alpaca_eval_gpt4": 15.17412935323383}
+	for _, r := range rows {
+		w, ok := want[r.Task]
+		if !ok {
+			t.Errorf("unexpected row %+v", r)
+			continue
+		}
+		if got := 100 * r.Mean.Estimate; math.Abs(got-w) > 5e-5 {
+			t.Errorf("%s %s: %.6f, want %.6f", r.Task, r.Metric, got, w)
+		}
+		delete(want, r.Task)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing rows for %v", want)
 	}
 }

@@ -67,3 +67,23 @@ func TestMetricPublishedAlpacaEval(t *testing.T) {
 		t.Errorf("win rate %s (%v)", out, err)
 	}
 }
+
+func FuzzMetricInput(f *testing.F) {
+	for _, s := range []string{"{\"a\":1}\n", `[{"a":1},{"b":[2]}]`, "[", "\x1f\x8b", " [ ] "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r, err := metricInput(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		out, _ := io.ReadAll(r)
+		if len(bytes.TrimSpace(in)) > 0 && bytes.TrimSpace(in)[0] == '[' {
+			for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+				if len(line) > 0 && !json.Valid(line) {
+					t.Fatalf("array element line %q is not JSON", line)
+				}
+			}
+		}
+	})
+}
