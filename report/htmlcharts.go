@@ -151,8 +151,9 @@ func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" text-anchor="end" dominant-baseline="middle">%d</text>`, left-4, top+r*ch+ch/2, depth)
 		}
 	}
+	labelEvery := max(1, (48+cw-1)/cw) // about 48 px per label
 	for c, size := range p.Columns {
-		if c%max(1, len(p.Columns)/10) == 0 {
+		if c%labelEvery == 0 {
 			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" text-anchor="middle">%d</text>`, left+c*cw+cw/2, top+ch*len(p.Rows)+14, size)
 		}
 	}
@@ -225,10 +226,16 @@ func isDROP(td *TaskData) bool { return strings.Contains(strings.ToLower(td.Task
 
 func makeDropView(td *TaskData) *dropView {
 	v := &dropView{Types: []string{"number", "date", "span"}}
-	for _, m := range []string{"f1", "drop_f1", "em"} {
-		if slices.Contains(td.Metrics, m) {
-			v.Metric = m
-			break
+	// Prefer F1 under the reference normalisation ("f1", "drop.f1"), then
+	// any F1, then the first metric.
+	for _, ok := range []func(string) bool{
+		func(m string) bool { return m == "f1" || strings.HasSuffix(m, ".f1") && !strings.Contains(m, "fixed") },
+		func(m string) bool { return strings.Contains(m, "f1") },
+	} {
+		for _, m := range td.Metrics {
+			if v.Metric == "" && ok(m) {
+				v.Metric = m
+			}
 		}
 	}
 	if v.Metric == "" && len(td.Metrics) > 0 {
