@@ -21,16 +21,26 @@ import (
 func bigStore(b *testing.B, samplesPerTask, promptWords int) *store.Store {
 	b.Helper()
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "tally-bench")
-	if err != nil {
-		b.Fatal(err)
+	// TALLY_BENCH_STORE=FILE keeps the big store there (reused when it
+	// exists), for measuring the tally binary on it.
+	path := os.Getenv("TALLY_BENCH_STORE")
+	if path == "" || samplesPerTask != 50000 {
+		dir, err := os.MkdirTemp("", "tally-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		path = filepath.Join(dir, "big.db")
 	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	st, err := store.Open(ctx, filepath.Join(dir, "big.db"))
+	_, statErr := os.Stat(path)
+	st, err := store.Open(ctx, path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	if statErr == nil && samplesPerTask == 50000 {
+		return st
+	}
 	for _, m := range []string{"m1", "m2"} {
 		if _, err := st.StartRun(ctx, store.Run{Command: "run", Model: "org/" + m, Fingerprint: "fp-" + m, Config: json.RawMessage(`{}`)}); err != nil {
 			b.Fatal(err)

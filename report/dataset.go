@@ -97,10 +97,6 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 	if err != nil {
 		return nil, err
 	}
-	entries, err := st.ReadEntries(ctx, f)
-	if err != nil {
-		return nil, err
-	}
 	gens, err := st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
 	if err != nil {
 		return nil, err
@@ -114,7 +110,16 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 	colIdx := map[string]map[colKey]int{}
 	sampleIdx := map[string]map[[2]string]*SampleData{}
 	budgets := map[string]map[int]bool{}
-	for _, e := range entries {
+	intern := map[string]string{}
+	in := func(x string) string {
+		if y, ok := intern[x]; ok {
+			return y
+		}
+		intern[x] = x
+		return x
+	}
+	err = st.EachEntry(ctx, f, func(e store.Entry) error {
+		e.Task, e.Setting, e.SettingKey, e.Metric, e.Fingerprint = in(e.Task), in(e.Setting), in(e.SettingKey), in(e.Metric), in(e.Fingerprint)
 		td := byTask[e.Task]
 		if td == nil {
 			td = &TaskData{Task: e.Task}
@@ -155,6 +160,10 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 			sd.Under[ci] = sc
 		}
 		sc.Values[e.Metric] = e.Value
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, td := range ds.Tasks {
 		samples, err := st.Samples(ctx, td.Task)

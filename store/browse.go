@@ -231,10 +231,9 @@ func (f Filter) where(alias string) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// ReadEntries returns every stored score the filter selects, with its
-// model's fingerprint, ordered by model, task, setting, budget, metric and
-// sample.
-func (s *Store) ReadEntries(ctx context.Context, f Filter) ([]Entry, error) {
+// EachEntry calls fn with every stored score the filter selects, with its
+// model's fingerprint, in no particular order, without holding them all.
+func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) error {
 	q := `SELECT g.fingerprint, s.gen_key, s.task, s.sample_id, s.setting, s.setting_key, s.budget, s.metric,
 		COALESCE(s.value,0), s.prediction, COALESCE(s.run_id,0)
 		FROM scores s JOIN generations g ON g.key = s.gen_key`
@@ -252,23 +251,23 @@ func (s *Store) ReadEntries(ctx context.Context, f Filter) ([]Entry, error) {
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read scores: %w", err)
+		return fmt.Errorf("read scores: %w", err)
 	}
 	defer rows.Close()
-	var out []Entry
 	for rows.Next() {
 		var e Entry
 		if err := rows.Scan(&e.Fingerprint, &e.GenKey, &e.Task, &e.SampleID, &e.Setting, &e.SettingKey, &e.Budget, &e.Metric,
 			&e.Value, &e.Prediction, &e.RunID); err != nil {
-			return nil, fmt.Errorf("read scores: %w", err)
+			return fmt.Errorf("read scores: %w", err)
 		}
-		out = append(out, e)
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read scores: %w", err)
+		return fmt.Errorf("read scores: %w", err)
 	}
-	sortEntries(out)
-	return out, nil
+	return nil
 }
 
 // ReadGenerationsOf returns the generations the filter selects (its
@@ -331,13 +330,5 @@ func sortCells(cs []Cell) {
 	slices.SortFunc(cs, func(a, b Cell) int {
 		return cmp.Or(cmp.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Task, b.Task),
 			cmp.Compare(a.Setting, b.Setting), cmp.Compare(a.Budget, b.Budget))
-	})
-}
-
-func sortEntries(es []Entry) {
-	slices.SortFunc(es, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Task, b.Task),
-			cmp.Compare(a.Setting, b.Setting), cmp.Compare(a.Budget, b.Budget), cmp.Compare(a.Metric, b.Metric),
-			cmp.Compare(a.SampleID, b.SampleID))
 	})
 }
