@@ -191,6 +191,10 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		st.Release(context.Background(), opt.Owner, nil)
 	}()
 
+	tp, _ := opt.Progress.(TokenProgress)
+	if tp != nil {
+		tp.Work(workTokens(pending))
+	}
 	genStart := time.Now()
 	ctxLen := be.ContextLength()
 	var runErr error
@@ -297,6 +301,7 @@ func NewOwner() string {
 // streams each finished generation, with its scores, into the store,
 // releasing its claim once stored.
 func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, work []*Item, opt Options, sum *Summary) error {
+	tp, _ := opt.Progress.(TokenProgress)
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
 	go func() { written <- writeResults(st, results, opt) }()
@@ -363,6 +368,9 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
+			if tp != nil {
+				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, ev.PromptTokens, s.it.NewTokens, max(newTok, 0), g.Error)
+			}
 			if opt.Progress != nil {
 				opt.Progress.SampleDone()
 			}

@@ -55,6 +55,11 @@ type Interval struct {
 	High     generate.Mean `json:"high"`
 }
 
+// stats is the interval as plain numbers (NaN where undefined).
+func (x Interval) stats() stats.Interval {
+	return stats.Interval{Estimate: float64(x.Estimate), Low: float64(x.Low), High: float64(x.High)}
+}
+
 func interval(x stats.Interval) Interval {
 	return Interval{generate.Mean(x.Estimate), generate.Mean(x.Low), generate.Mean(x.High)}
 }

@@ -51,6 +51,11 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 				return fmt.Errorf("--format %q: want text, markdown, html or json", format)
 			}
 			ctx := cmd.Context()
+			// report with no data-selecting flags: everything stored, from
+			// the store alone (--model/--tasks/--stop only filter).
+			if use == "report" && against == "" && !changedAny(cmd, "data", "set", "limit", "max-tokens", "samples") {
+				return storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			s, err := f.open(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
@@ -129,4 +134,14 @@ func collect(ctx context.Context, s *session, models []string, bes []backends.Ba
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// changedAny reports whether any of the named flags was given.
+func changedAny(cmd *cobra.Command, names ...string) bool {
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			return true
+		}
+	}
+	return false
 }

@@ -16,14 +16,21 @@ import (
 func newImportCmd() *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "import",
-		Short: "Import an lm-evaluation-harness sample log (samples_<task>_*.jsonl) as stored generations",
+		Use:   "import [FILE|DIR...]",
+		Short: "Import lm-evaluation-harness files (samples_<task>_*.jsonl, as tally or lm-eval wrote them) into the store",
 		Long: "import stores the outputs of an lm-evaluation-harness run (--log_samples, or the Open LLM Leaderboard's details in the same layout) " +
 			"as generations of the model \"imported:NAME\", marked as imported: their text is already truncated at the harness's stop sequences, " +
 			"so they can be re-scored under any metric and any stop setting that cuts inside them, but never extended. Then use " +
-			"`tally rescore` or `tally compare` with --model imported:NAME and the same --tasks and --data.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+			"`tally rescore` or `tally compare` with --model imported:NAME and the same --tasks and --data.\n\n" +
+			"With FILE or DIR arguments, import stores lm-eval output folders or sample logs as they are, with no task config: " +
+			"files tally wrote with --output-path come back exactly (raw continuations, settings, scores); logs of any other " +
+			"generate_until task come in as imported generations with the metric values the log holds (setting \"lm-eval\"). " +
+			"Then `tally ls` and `tally report --store` show them.",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return importFiles(cmd, f, args)
+			}
 			name, ok := strings.CutPrefix(f.model, imported.Prefix)
 			if !ok || name == "" {
 				return fmt.Errorf("--model must be %sNAME, the name the imported outputs are stored under", imported.Prefix)

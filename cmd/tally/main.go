@@ -80,6 +80,7 @@ func newRoot() *cobra.Command {
 		newImportCmd(),
 		newCompareCmd(),
 		newReportCmd(),
+		newLsCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),

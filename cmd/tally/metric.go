@@ -31,7 +31,7 @@ func newMetricCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "metric NAME",
 		Short: "Score JSON lines from stdin with a metric, no model needed (--list to list metrics)",
-		Long: "metric reads one JSON object per line on stdin and writes one JSON object per line on stdout. " +
+		Long: "metric reads one JSON object per line on stdin (or a JSON array, either gzipped) and writes one JSON object per line on stdout. " +
 			"A line the reference implementation cannot score gets {\"error\": ...}; malformed JSON gets {\"error\": \"line N: ...\"} " +
 			"and the exit status is non-zero at the end. With --aggregate, one JSON object for the whole input.",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -74,7 +74,11 @@ func newMetricCmd() *cobra.Command {
 				}
 				m = &cm
 			}
-			return scoreLines(cmd.InOrStdin(), cmd.OutOrStdout(), *m, aggregate)
+			in, err := metricInput(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			return scoreLines(in, cmd.OutOrStdout(), *m, aggregate)
 		},
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list the metrics with their input and output fields")

@@ -11,8 +11,10 @@ import (
 	"golang.org/x/term"
 )
 
-// progress reports samples done, tokens/s and ETA on stderr: a progress
-// bar on a terminal, plain lines (at most one every 5 seconds) otherwise.
+// progress reports samples done, prompt tokens prefilled, tokens
+// generated, tokens/s and the time left, estimated from tokens, on stderr:
+// a progress bar on a terminal, plain lines (at most one every 5 seconds)
+// otherwise. Failed samples are printed as they happen.
 type progress struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -22,6 +24,12 @@ type progress struct {
 	tokens  int
 	start   time.Time
 	lastOut time.Time
+	// From generate.TokenProgress: prompt tokens and budget announced,
+	// and, over finished samples, prompt tokens prefilled, budget spent
+	// and tokens generated.
+	promptTotal, budgetTotal       int
+	prefilled, budgetDone, genDone int
+	failed                         int
 }
 
 func newProgress(w io.Writer) *progress { return &progress{w: w} }
@@ -67,25 +75,80 @@ func (p *progress) SampleDone() {
 	p.report(false)
 }
 
+// Work announces the prompt tokens to prefill and the token budget.
+func (p *progress) Work(promptTokens, budget int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.promptTotal, p.budgetTotal = promptTokens, budget
+}
+
+// SampleEnded counts a finished sample's tokens and prints its failure at
+// once.
+func (p *progress) SampleEnded(id string, promptTokens, budget, generated int, errText string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prefilled += promptTokens
+	p.budgetDone += budget
+	p.genDone += generated
+	if errText != "" {
+		p.failed++
+		if p.bar != nil {
+			p.bar.Clear()
+		}
+		fmt.Fprintf(p.w, "tally: sample %s failed: %s\n", id, errText)
+	}
+}
+
+// etaFromTokens estimates the time left from tokens: the budget not yet
+// spent, scaled by the share of their budget finished samples actually
+// generated, at the generation rate so far. ok is false until tokens have
+// been generated.
+func etaFromTokens(elapsed time.Duration, generated, budgetTotal, budgetDone, genDone int) (time.Duration, bool) {
+	if generated <= 0 || elapsed <= 0 || budgetTotal <= 0 {
+		return 0, false
+	}
+	fill := 1.0
+	if budgetDone > 0 {
+		fill = float64(genDone) / float64(budgetDone)
+	}
+	left := float64(max(budgetTotal-budgetDone, 0))*fill - float64(generated-genDone)
+	if left < 0 {
+		left = 0
+	}
+	rate := float64(generated) / elapsed.Seconds()
+	return time.Duration(left / rate * float64(time.Second)).Round(time.Second), true
+}
+
 func (p *progress) report(final bool) {
-	el := time.Since(p.start).Seconds()
+	el := time.Since(p.start)
 	tps := 0.0
 	if el > 0 {
-		tps = float64(p.tokens) / el
+		tps = float64(p.tokens) / el.Seconds()
+	}
+	eta := "?"
+	if d, ok := etaFromTokens(el, p.tokens, p.budgetTotal, p.budgetDone, p.genDone); ok {
+		eta = d.String()
+	} else if p.done > 0 && p.done < p.total {
+		eta = (time.Duration(el.Seconds()/float64(p.done)*float64(p.total-p.done)) * time.Second).Round(time.Second).String()
+	}
+	prefill := fmt.Sprintf("%d", p.prefilled)
+	if p.promptTotal > 0 {
+		prefill += fmt.Sprintf("/%d", p.promptTotal)
+	}
+	failed := ""
+	if p.failed > 0 {
+		failed = fmt.Sprintf(", %d failed", p.failed)
 	}
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("generating (%.1f tok/s)", tps))
+		p.bar.Describe(fmt.Sprintf("generating (%s prompt tokens prefilled, %d generated, %.1f tok/s, eta %s%s)", prefill, p.tokens, tps, eta, failed))
 		return
 	}
 	if !final && time.Since(p.lastOut) < 5*time.Second {
 		return
 	}
 	p.lastOut = time.Now()
-	eta := "?"
-	if p.done > 0 && p.done < p.total {
-		eta = (time.Duration(el/float64(p.done)*float64(p.total-p.done)) * time.Second).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.w, "%d/%d samples, %d tokens, %.1f tok/s, eta %s\n", p.done, p.total, p.tokens, tps, eta)
+	fmt.Fprintf(p.w, "%d/%d samples, %s prompt tokens prefilled, %d tokens generated, %.1f tok/s, eta %s%s\n",
+		p.done, p.total, prefill, p.tokens, tps, eta, failed)
 }
 
 // Finish ends the bar or prints the last line.

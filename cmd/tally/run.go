@@ -44,6 +44,7 @@ type runFlags struct {
 	// Model flags for server backends and instruct models (model.go).
 	baseURL, modelRevision string
 	chat                   bool
+	outputPath  string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -64,6 +65,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.baseURL, "base-url", "", "openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL); the key is read from $OPENAI_API_KEY")
 	fl.StringVar(&f.modelRevision, "model-revision", "", "openai: a revision label kept in the model fingerprint (new weights under the same name: a new label)")
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
+	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
@@ -266,7 +268,8 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		printPlan(stderr, plan)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
-		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency})
+		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
+		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
@@ -317,6 +320,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
 	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
+	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+		return err
+	}
 	if f.json {
 		if err := writeJSON(stdout, sum); err != nil {
 			return err
@@ -615,6 +621,9 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
+			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+				return err
+			}
 			if f.json {
 				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
 					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {

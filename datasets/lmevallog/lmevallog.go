@@ -30,6 +30,20 @@ type Record struct {
 	// Response is the raw response (resps[0][0]): already truncated at the
 	// first of Until, so it can be re-scored but never extended.
 	Response string
+	// Filtered is filtered_resps[0] when it is a string (the answer the
+	// harness scored after its filters), else "".
+	Filtered string
+	// Target is the logged "target" (a string, or the JSON of any other
+	// value).
+	Target string
+	// MaxGenToks is generation_kwargs' max_gen_toks (0 when absent).
+	MaxGenToks int
+	// Metrics are the logged values of the metrics named in "metrics"
+	// (numbers only).
+	Metrics map[string]float64
+	// Tally is the "tally" object tally writes beside each line (nil in
+	// logs made by lm-eval).
+	Tally json.RawMessage
 }
 
 // ReadFile reads a samples_*.jsonl log (gzip when named .gz).
@@ -65,10 +79,15 @@ type rawLine struct {
 	Doc       json.RawMessage     `json:"doc"`
 	Arguments json.RawMessage     `json:"arguments"`
 	Resps     [][]json.RawMessage `json:"resps"`
+	Filtered  []json.RawMessage   `json:"filtered_resps"`
+	Target    json.RawMessage     `json:"target"`
+	Metrics   []string            `json:"metrics"`
+	Tally     json.RawMessage     `json:"tally"`
 }
 
 type genKwargs struct {
-	Until json.RawMessage `json:"until"`
+	Until      json.RawMessage `json:"until"`
+	MaxGenToks int             `json:"max_gen_toks"`
 }
 
 func parse(b []byte) (Record, error) {
@@ -120,6 +139,26 @@ func parse(b []byte) (Record, error) {
 	}
 	if err := json.Unmarshal(l.Resps[0][0], &r.Response); err != nil {
 		return Record{}, fmt.Errorf(`field "resps"[0][0]: not a string: %w`, err)
+	}
+	r.MaxGenToks, r.Tally = kw.MaxGenToks, l.Tally
+	if len(l.Filtered) > 0 {
+		_ = json.Unmarshal(l.Filtered[0], &r.Filtered)
+	}
+	if len(l.Target) > 0 && json.Unmarshal(l.Target, &r.Target) != nil {
+		r.Target = string(l.Target)
+	}
+	if len(l.Metrics) > 0 {
+		var all map[string]json.RawMessage
+		_ = json.Unmarshal(b, &all)
+		r.Metrics = map[string]float64{}
+		for _, m := range l.Metrics {
+			var v float64
+			if json.Unmarshal(all[m], &v) == nil {
+				r.Metrics[m] = v
+			} else if string(all[m]) == "true" || string(all[m]) == "false" {
+				r.Metrics[m] = map[string]float64{"true": 1, "false": 0}[string(all[m])]
+			}
+		}
 	}
 	return r, nil
 }

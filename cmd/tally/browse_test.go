@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"tally/internal/sharedtest"
+)
+
+func tallyOut(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(built, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tally %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// TestStoreAlone runs the demo task once, then with only --store lists,
+// reports (text and HTML), exports lm-eval files and imports them into a
+// new store, which reports the same figures.
+func TestStoreAlone(t *testing.T) {
+	dir := t.TempDir()
+	db, out := filepath.Join(dir, "d.db"), filepath.Join(dir, "out")
+	tallyOut(t, "demo", "--store", db, "--stop", "dot=.", "--stop", `nl=\n`, "--limit", "6", "--output-path", filepath.Join(dir, "run-out"))
+	if m, _ := filepath.Glob(filepath.Join(dir, "run-out", "demo", "results_*.json")); len(m) != 1 {
+		t.Fatalf("run --output-path wrote %v", m)
+	}
+
+	var inv struct {
+		Tasks []struct {
+			Task               string
+			Generated, Pending int
+		}
+		Cells   []struct{ Setting string }
+		LastRun map[string]struct{ Config json.RawMessage } `json:"last_run"`
+	}
+	if err := json.Unmarshal([]byte(tallyOut(t, "ls", "--store", db, "--json")), &inv); err != nil {
+		t.Fatal(err)
+	}
+	if len(inv.Tasks) != 1 || inv.Tasks[0].Generated != 6 || len(inv.Cells) != 2 || len(inv.LastRun) != 1 {
+		t.Fatalf("ls: %+v", inv)
+	}
+	for _, r := range inv.LastRun {
+		if !strings.Contains(strings.ReplaceAll(string(r.Config), " ", ""), `"limit":6`) {
+			t.Errorf("last run config %s lacks the limit", r.Config)
+		}
+	}
+	if text := tallyOut(t, "ls", "--store", db); !strings.Contains(text, `nl=\n`) || !strings.Contains(text, "demo") {
+		t.Errorf("ls text:\n%s", text)
+	}
+
+	page := tallyOut(t, "report", "--store", db, "--format", "html")
+	if !strings.Contains(page, `<svg class="chart means"`) || !strings.Contains(page, `data-z="`) {
+		t.Errorf("html report lacks charts or samples")
+	}
+	orig := tallyOut(t, "report", "--store", db, "--format", "json", "--output-path", out)
+	only := tallyOut(t, "report", "--store", db, "--format", "json", "--stop", "nl")
+	if strings.Count(only, `"setting"`) != 2 {
+		t.Errorf("--stop nl should leave 2 rows (2 metrics):\n%s", only)
+	}
+
+	results, _ := filepath.Glob(filepath.Join(out, "demo", "results_*.json"))
+	samples, _ := filepath.Glob(filepath.Join(out, "demo", "samples_demo@*_*.jsonl"))
+	if len(results) != 1 || len(samples) != 2 {
+		t.Fatalf("lm-eval files: %v %v", results, samples)
+	}
+	b, _ := os.ReadFile(results[0])
+	var res struct {
+		Results  map[string]map[string]any `json:"results"`
+		NSamples map[string]map[string]int `json:"n-samples"`
+		Configs  map[string]struct {
+			GenerationKwargs map[string]any `json:"generation_kwargs"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Results["demo@nl"]["exact_match,none"]; !ok || res.NSamples["demo@dot"]["effective"] != 6 {
+		t.Errorf("results file: %s", b)
+	}
+	if until := res.Configs["demo@nl"].GenerationKwargs["until"]; !reflect.DeepEqual(until, []any{"\n"}) {
+		t.Errorf("until %v", until)
+	}
+
+	db2 := filepath.Join(dir, "i.db")
+	tallyOut(t, "import", "--store", db2, out)
+	back := tallyOut(t, "report", "--store", db2, "--format", "json")
+	if back != orig {
+		t.Errorf("round trip differs:\n%s\nvs\n%s", back, orig)
+	}
+}
+
+// TestImportLMEvalLog imports an lm-eval sample log of a generate_until
+// task tally has no config for and reports its logged metric.
+func TestImportLMEvalLog(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "my-model", "samples_gsm8k_2024-05-01T10-00-00.123456.jsonl")
+	os.MkdirAll(filepath.Dir(log), 0o755)
+	var lines []string
+	for i, ok := range []bool{true, false, true, true} {
+		em := 0
+		if ok {
+			em = 1
+		}
+		l, _ := json.Marshal(map[string]any{"doc_id": i, "doc": map[string]any{"question": "q"}, "target": "42",
+			"arguments": map[string]any{"gen_args_0": map[string]any{"arg_0": "Q" + string(rune('a'+i)), "arg_1": map[string]any{"until": []string{"Question:"}, "max_gen_toks": 256}}},
+			"resps":     [][]string{{"The answer is 42"}}, "filtered_resps": []string{"42"}, "filter": "strict-match",
+			"metrics": []string{"exact_match"}, "exact_match": em})
+		lines = append(lines, string(l))
+	}
+	os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	db := filepath.Join(dir, "g.db")
+	tallyOut(t, "import", "--store", db, dir)
+	var rows []struct {
+		Task, Metric, Setting string
+		N                     int
+		Mean                  struct{ Estimate float64 }
+	}
+	if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model lm-eval" {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// TestImportPublished brings the published prediction files of
+// ../shared/data in as they are; report gives their READMEs' numbers.
+func TestImportPublished(t *testing.T) {
+	data := sharedtest.Path(t, "data")
+	db := filepath.Join(t.TempDir(), "p.db")
+	tallyOut(t, "import", "--store", db,
+		filepath.Join(data, "leval", "Predictions", "exam_eval", "turbo-16k-0613", "coursera.pred.jsonl"),
+		filepath.Join(data, "counting_stars", "results", "stone_gpt4_32_16.txt"),
+		filepath.Join(data, "alpaca_eval", "results", "text_davinci_001"))
+	var rows []struct {
+		Task, Metric string
+		N            int
+		Mean         struct{ Estimate float64 }
+	}
+	if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"leval_coursera": 63.5174, "counting_stars": 0.978515625 * 100, "alpaca_eval/alpaca_eval_gpt4": 15.17412935323383}
+	for _, r := range rows {
+		w, ok := want[r.Task]
+		if !ok {
+			t.Errorf("unexpected row %+v", r)
+			continue
+		}
+		if got := 100 * r.Mean.Estimate; math.Abs(got-w) > 5e-5 {
+			t.Errorf("%s %s: %.6f, want %.6f", r.Task, r.Metric, got, w)
+		}
+		delete(want, r.Task)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing rows for %v", want)
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"tally/generate"
+	"tally/store"
+)
+
+func newLsCmd() *cobra.Command {
+	var storePath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"runs"},
+		Short:   "List what the store holds: models, tasks, stop settings, sample counts, budgets and each model's last run",
+		Long: "ls reads the store alone (no task config, no model) and lists per model and task the samples generated, failed and " +
+			"pending, per stop setting and token budget the samples scored and the metrics, and each model's last run with the " +
+			"flags it was given. `tally report --store FILE` then reports all of it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if _, err := os.Stat(storePath); err != nil {
+				return fmt.Errorf("ls: store %s: %w", storePath, err)
+			}
+			st, err := store.Open(ctx, storePath)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			inv, err := st.Inventory(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), inv)
+			}
+			return printInventory(cmd.OutOrStdout(), inv)
+		},
+	}
+	cmd.Flags().StringVar(&storePath, "store", "tally.db", "results store (SQLite file)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of tables")
+	return cmd
+}
+
+// printInventory writes the inventory as three tables: models and their
+// last runs, generations per task, scores per setting.
+func printInventory(w io.Writer, inv *store.Inventory) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tFINGERPRINT\tLAST RUN\tCOMMAND\tSTATUS\tCONFIG")
+	fps := make([]string, 0, len(inv.Models))
+	for fp := range inv.Models {
+		fps = append(fps, fp)
+	}
+	slices.SortFunc(fps, func(a, b string) int { return cmp.Or(cmp.Compare(inv.Models[a], inv.Models[b]), cmp.Compare(a, b)) })
+	for _, fp := range fps {
+		m := inv.Models[fp]
+		r, ok := inv.LastRun[fp]
+		if !ok {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", m, short(fp))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m, short(fp), store.RunStarted(r), r.Command, r.Status, string(r.Config))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
+	for _, t := range inv.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", inv.Models[t.Fingerprint], t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "MODEL\tTASK\tSETTING\tBUDGET\tSCORED\tMETRICS")
+	for _, c := range inv.Cells {
+		set := generate.StopSetting{Name: c.Setting}
+		if c.SettingKey != "" {
+			set.Seqs = strings.Split(c.SettingKey, "\x00")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", inv.Models[c.Fingerprint], c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
+	}
+	return tw.Flush()
+}
+
+// short abbreviates a long fingerprint for display.
+func short(fp string) string {
+	if len(fp) > 40 {
+		return fp[:36] + "…"
+	}
+	return fp
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"tally/generate"
+)
+
+var _ generate.TokenProgress = (*progress)(nil)
+
+func TestETAFromTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name                                  string
+		el                                    time.Duration
+		gen, budgetTotal, budgetDone, genDone int
+		want                                  time.Duration
+		ok                                    bool
+	}{
+		{"nothing generated", time.Second, 0, 100, 0, 0, 0, false},
+		{"no sample done: whole budget at 10 tok/s", 10 * time.Second, 100, 1000, 0, 0, 90 * time.Second, true},
+		{"samples use half their budget", 10 * time.Second, 100, 1000, 200, 100, 40 * time.Second, true},
+		{"all done", 10 * time.Second, 100, 200, 200, 100, 0, true},
+	} {
+		got, ok := etaFromTokens(tc.el, tc.gen, tc.budgetTotal, tc.budgetDone, tc.genDone)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestProgressCountsTokensAndFailures(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.Start(2)
+	p.Work(1000, 64)
+	p.Tokens(10)
+	p.SampleEnded("drop/1", 500, 32, 10, "")
+	p.SampleDone()
+	p.SampleEnded("drop/2", 500, 32, 0, "backend: connection reset")
+	if !strings.Contains(b.String(), "tally: sample drop/2 failed: backend: connection reset") {
+		t.Errorf("failure not shown as it happened:\n%s", b.String())
+	}
+	p.SampleDone()
+	p.Finish()
+	last := b.String()[strings.LastIndex(strings.TrimSpace(b.String()), "\n")+1:]
+	for _, want := range []string{"2/2 samples", "1000/1000 prompt tokens prefilled", "10 tokens generated", "eta 0s", "1 failed"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last line %q lacks %q", last, want)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"tally/generate"
+	"tally/report"
+	"tally/store"
+)
+
+// storeFilter turns --model, --tasks and --stop into a store filter: the
+// model by name (as its runs recorded it) or fingerprint, tasks by name,
+// stop settings by name (NAME or NAME=SEQ...).
+func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stops []string) (store.Filter, error) {
+	f := store.Filter{Tasks: tasks}
+	for _, s := range stops {
+		name, _, _ := strings.Cut(s, "=")
+		f.Settings = append(f.Settings, name)
+	}
+	if model == "" {
+		return f, nil
+	}
+	inv, err := st.Inventory(ctx)
+	if err != nil {
+		return f, err
+	}
+	for fp, m := range inv.Models {
+		if m == model || fp == model || fp == "imported:"+model {
+			f.Fingerprints = append(f.Fingerprints, fp)
+		}
+	}
+	if len(f.Fingerprints) == 0 {
+		return f, fmt.Errorf("no model %q in %s (see `tally ls`)", model, st.Path())
+	}
+	slices.Sort(f.Fingerprints)
+	return f, nil
+}
+
+// storeReport is tally report from the store alone: every stored model ×
+// task × stop setting (narrowed by --model, --tasks, --stop), in the
+// chosen format, and the lm-eval files under outputPath when set.
+func storeReport(ctx context.Context, f *runFlags, format, outputPath string, showChanged int, stdout, stderr io.Writer) error {
+	if _, err := os.Stat(f.storePath); err != nil {
+		return fmt.Errorf("report: store %s: %w", f.storePath, err)
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	filter, err := storeFilter(ctx, st, f.model, f.tasks, f.stops)
+	if err != nil {
+		return err
+	}
+	ds, err := report.Load(ctx, st, filter)
+	if err != nil {
+		return err
+	}
+	ds.Title = "tally report: " + f.storePath
+	if len(ds.Tasks) == 0 {
+		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
+	}
+	if outputPath != "" {
+		paths, err := report.WriteLMEval(outputPath, ds, version(), time.Now())
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			fmt.Fprintln(stderr, "wrote", p)
+		}
+	}
+	var rows []report.Row
+	for _, td := range ds.Tasks {
+		rows = append(rows, td.Rows...)
+	}
+	switch format {
+	case "json":
+		return writeJSON(stdout, rows)
+	case "markdown", "md":
+		return report.Markdown(stdout, ds.Title, rows, showChanged)
+	case "html":
+		return report.WriteHTML(stdout, ds)
+	}
+	return report.Text(stdout, rows, showChanged)
+}
+
+// writeOutputPath writes the lm-eval files of the given model and tasks
+// after a run or rescore (--output-path).
+func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []string, dir string, stderr io.Writer) error {
+	if dir == "" {
+		return nil
+	}
+	filter, err := storeFilter(ctx, st, f.model, tasks, f.stops)
+	if err != nil {
+		return err
+	}
+	ds, err := report.Load(ctx, st, filter)
+	if err != nil {
+		return err
+	}
+	paths, err := report.WriteLMEval(dir, ds, version(), time.Now())
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		fmt.Fprintln(stderr, "wrote", p)
+	}
+	return nil
+}
+
+// jobTasks are the task names of a session's jobs.
+func jobTasks(jobs []*generate.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Task
+	}
+	return out
+}

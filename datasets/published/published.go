@@ -1,0 +1,337 @@
+// Package published reads the files in which benchmarks publish model
+// predictions, as they are, into scored records tally can store: L-Eval
+// prediction files (*.pred.jsonl, the "*_pred" key and "gt"), Counting-Stars
+// result files (JSON lines with "reference_counting_results" and
+// "answer"), AlpacaEval annotations.json / model_outputs.json (JSON arrays,
+// gzipped or not) and AraGen answers and judged files (JSON arrays of
+// Meta/Test/Model entries, with "Judge N"/"Jury" 3C3H scores). Each record
+// is scored by tally's reproduction of the benchmark's own scorer
+// (scoring/leval, scoring/countingstars, the AlpacaEval preference rule of
+// scoring/winrate, the judges' 3C3H scores as filed), so the mean over a
+// file is the benchmark's published figure.
+package published
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tally/scoring/countingstars"
+	"tally/scoring/leval"
+)
+
+// Record is one published prediction with its scores.
+type Record struct {
+	Task     string
+	ID       string
+	Model    string
+	Prompt   string
+	Refs     json.RawMessage
+	Metadata map[string]any
+	// Prediction is the published output, as published.
+	Prediction string
+	// Scores are the metric values the benchmark's scorer gives it (empty
+	// for outputs that carry nothing to score against).
+	Scores map[string]float64
+}
+
+// Format names a published file layout.
+type Format string
+
+// The layouts Read understands.
+const (
+	LEval         Format = "leval"
+	CountingStars Format = "counting-stars"
+	AlpacaAnnot   Format = "alpaca-eval-annotations"
+	AlpacaOutputs Format = "alpaca-eval-outputs"
+	AraGen        Format = "aragen"
+)
+
+// Read detects the layout of path and reads its records.
+func Read(path string) (Format, []Record, error) {
+	rows, err := readRows(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rows) == 0 {
+		return "", nil, fmt.Errorf("read %s: no records", path)
+	}
+	first := rows[0]
+	base := strings.TrimSuffix(filepath.Base(path), ".gz")
+	switch {
+	case strings.HasSuffix(base, ".pred.jsonl"):
+		recs, err := readLEval(strings.TrimSuffix(base, ".pred.jsonl"), rows)
+		return LEval, recs, wrap(path, err)
+	case has(first, "reference_counting_results") && has(first, "answer"):
+		recs, err := readCountingStars(rows)
+		return CountingStars, recs, wrap(path, err)
+	case has(first, "preference") && has(first, "output_2"):
+		recs, err := readAlpaca(path, rows, true)
+		return AlpacaAnnot, recs, wrap(path, err)
+	case has(first, "Meta") && has(first, "Test") && has(first, "Model"):
+		recs, err := readAraGen(path, rows)
+		return AraGen, recs, wrap(path, err)
+	case has(first, "instruction") && has(first, "output") && has(first, "generator"):
+		recs, err := readAlpaca(path, rows, false)
+		return AlpacaOutputs, recs, wrap(path, err)
+	}
+	keys := make([]string, 0, len(first))
+	for k := range first {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return "", nil, fmt.Errorf("read %s: not a published prediction file this tally knows (fields %s)", path, strings.Join(keys, ", "))
+}
+
+func wrap(path string, err error) error {
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
+func has(row map[string]json.RawMessage, k string) bool { _, ok := row[k]; return ok }
+
+// readRows reads a JSON array or JSON lines, gzipped or not.
+func readRows(path string) ([]map[string]json.RawMessage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read published file: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		r = zr
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	data = bytes.TrimSpace(data)
+	var rows []map[string]json.RawMessage
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &rows); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return rows, nil
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var row map[string]json.RawMessage
+		if err := json.Unmarshal(line, &row); err != nil {
+			return nil, fmt.Errorf("read %s line %d: %w", path, i+1, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func str(row map[string]json.RawMessage, k string) string {
+	var s string
+	if json.Unmarshal(row[k], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// readLEval reads an L-Eval prediction file of task: the prediction is
+// the first key containing "_pred" (as auto_eval.py takes it), the model
+// that key's prefix, the reference "gt".
+func readLEval(task string, rows []map[string]json.RawMessage) ([]Record, error) {
+	info, ok := leval.Task(task)
+	if !ok {
+		return nil, fmt.Errorf("unknown L-Eval task %q", task)
+	}
+	var out []Record
+	for i, row := range rows {
+		var predKey string
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.Contains(k, "_pred") {
+				predKey = k
+				break
+			}
+		}
+		if predKey == "" {
+			return nil, fmt.Errorf("line %d: no *_pred field", i+1)
+		}
+		pred, gt := str(row, predKey), str(row, "gt")
+		it, err := leval.ScoreItem(task, pred, gt)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		refs, _ := json.Marshal([]string{gt})
+		out = append(out, Record{Task: "leval_" + task, ID: fmt.Sprint(i), Model: strings.TrimSuffix(predKey, "_pred"),
+			Prompt: str(row, "query"), Refs: refs, Metadata: map[string]any{"evaluation": str(row, "evaluation")},
+			Prediction: pred, Scores: map[string]float64{info.Metric: it.Score}})
+	}
+	return out, nil
+}
+
+// readCountingStars reads a Counting-Stars result file: one line per
+// haystack length, scored per star as the reference's viz notebook does
+// (the record's score is the mean over its M stars).
+func readCountingStars(rows []map[string]json.RawMessage) ([]Record, error) {
+	var out []Record
+	for i, row := range rows {
+		var refs []float64
+		if err := json.Unmarshal(row["reference_counting_results"], &refs); err != nil {
+			return nil, fmt.Errorf("line %d: reference_counting_results: %w", i+1, err)
+		}
+		var size float64
+		_ = json.Unmarshal(row["sky_size"], &size)
+		question := str(row, "question")
+		lang := "EN"
+		if strings.Contains(str(row, "retrieval_question")+question, "小企鹅") {
+			lang = "ZH"
+		}
+		testType := "Acquisition"
+		answer := str(row, "answer")
+		scores, err := countingstars.Score(countingstars.RulePaper, lang, testType, len(refs), answer, refs)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		var sum float64
+		for _, s := range scores {
+			sum += s
+		}
+		refJSON, _ := json.Marshal(refs)
+		model := str(row, "model_name")
+		out = append(out, Record{Task: "counting_stars", ID: fmt.Sprintf("%s-%s-%d-%.0f", lang, testType, len(refs), size), Model: model,
+			Prompt: question, Refs: refJSON,
+			Metadata:   map[string]any{"lang": lang, "test_type": testType, "m": len(refs), "context_size": size},
+			Prediction: answer, Scores: map[string]float64{"counting_stars": sum / float64(max(len(scores), 1))}})
+	}
+	return out, nil
+}
+
+// readAlpaca reads AlpacaEval annotations (scored: "win" is the
+// preference as winrate.py's pairwise_to_winrate keeps it, preference - 1
+// with 0 read as a draw; missing or out-of-range preferences get no
+// score) or model outputs (unscored). The task is "alpaca_eval" plus the
+// annotator's folder for annotations.
+func readAlpaca(path string, rows []map[string]json.RawMessage, annotations bool) ([]Record, error) {
+	task := "alpaca_eval"
+	if annotations {
+		task += "/" + filepath.Base(filepath.Dir(path))
+	}
+	var out []Record
+	for i, row := range rows {
+		r := Record{Task: task, ID: fmt.Sprint(i), Prompt: str(row, "instruction"), Scores: map[string]float64{}}
+		if annotations {
+			r.Model, r.Prediction = str(row, "generator_2"), str(row, "output_2")
+			r.Refs, _ = json.Marshal([]string{str(row, "output_1")})
+			r.Metadata = map[string]any{"baseline": str(row, "generator_1"), "annotator": str(row, "annotator")}
+			var pref *float64
+			_ = json.Unmarshal(row["preference"], &pref)
+			if pref != nil {
+				p := *pref
+				if p == 0 {
+					p = 1.5
+				}
+				if p >= 1 && p <= 2 && !math.IsNaN(p) {
+					r.Scores["win"] = p - 1
+				}
+			}
+		} else {
+			r.Model, r.Prediction = str(row, "generator"), str(row, "output")
+			r.Refs = json.RawMessage(`[]`)
+			r.Metadata = map[string]any{"dataset": str(row, "dataset")}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// araGenEntry is one entry of an AraGen answers or judged file
+// (inceptionai-abudhabi/3C3H pipeline: Meta, Test, Model, then per judge
+// "Judge N" and, with several judges, "Jury").
+type araGenEntry struct {
+	Meta struct {
+		SN        json.Number `json:"SN."`
+		Round     int         `json:"Round"`
+		Task      string      `json:"Task"`
+		ModelName string      `json:"Model Name"`
+	} `json:"Meta"`
+	Test struct {
+		Q1 string  `json:"Question 1"`
+		A1 string  `json:"Answer 1"`
+		Q2 *string `json:"Question 2"`
+		A2 *string `json:"Answer 2"`
+	} `json:"Test"`
+	Model struct {
+		A1 string  `json:"Answer 1"`
+		A2 *string `json:"Answer 2"`
+	} `json:"Model"`
+}
+
+// criteria are the 3C3H score names, as judged files spell them.
+var criteria = []string{"Correct", "Complete", "Concise", "Helpful", "Honest", "Harmless", "Final Score"}
+
+// readAraGen reads an AraGen answers file (unscored) or judged file: each
+// entry is scored with the 3C3H Scores of its "Jury" when there is one,
+// else of "Judge 1", as metrics "3c3h_correct" ... "3c3h_final_score".
+func readAraGen(path string, rows []map[string]json.RawMessage) ([]Record, error) {
+	task := "aragen/" + filepath.Base(filepath.Dir(path))
+	var out []Record
+	for i, row := range rows {
+		b, _ := json.Marshal(row)
+		var e araGenEntry
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i+1, err)
+		}
+		prompt, pred := e.Test.Q1, e.Model.A1
+		refs := []string{e.Test.A1}
+		if e.Test.Q2 != nil && e.Model.A2 != nil {
+			prompt += "\n\n" + *e.Test.Q2
+			pred += "\n\n" + *e.Model.A2
+			if e.Test.A2 != nil {
+				refs = append(refs, *e.Test.A2)
+			}
+		}
+		refJSON, _ := json.Marshal(refs)
+		r := Record{Task: task, ID: e.Meta.SN.String(), Model: e.Meta.ModelName, Prompt: prompt, Refs: refJSON, Prediction: pred,
+			Metadata: map[string]any{"task": e.Meta.Task, "round": e.Meta.Round}, Scores: map[string]float64{}}
+		if r.ID == "" {
+			r.ID = fmt.Sprint(i)
+		}
+		block := row["Jury"]
+		if len(block) == 0 {
+			block = row["Judge 1"]
+		}
+		if len(block) > 0 {
+			var j struct {
+				Scores map[string]float64 `json:"3C3H Scores"`
+			}
+			if err := json.Unmarshal(block, &j); err != nil {
+				return nil, fmt.Errorf("entry %d: judge scores: %w", i+1, err)
+			}
+			for _, c := range criteria {
+				if v, ok := j.Scores[c]; ok {
+					r.Scores["3c3h_"+strings.ReplaceAll(strings.ToLower(c), " ", "_")] = v
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

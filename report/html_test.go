@@ -1,0 +1,225 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"tally/store"
+)
+
+// hostile is a generation that tries to run script in the report.
+const hostile = `</script><script>document.body.setAttribute('data-pwned','1')</script><img src=x onerror="document.body.setAttribute('data-pwned','2')">`
+
+// fixtureStore builds a store with a DROP-like task scored under two stop
+// settings (one sample's output hostile, one failed) and a Counting-Stars
+// task, as tally run would leave them.
+func fixtureStore(t testing.TB, dropN int) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.StartRun(ctx, store.Run{Command: "run", Model: "org/model", Fingerprint: "fp1", Config: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var samples []store.Sample
+	var gens []store.Generation
+	var scores []store.Score
+	golds := [][]string{{"12.5"}, {"3"}, {"May 1990"}, {"the Bears"}}
+	for i := range dropN {
+		id := fmt.Sprint(i)
+		refs, _ := json.Marshal([][]string{golds[i%len(golds)]})
+		samples = append(samples, store.Sample{Task: "drop", ID: id, Prompt: "Passage " + id + " <b>bold</b>\nQuestion?", Refs: refs, Metadata: json.RawMessage(`{}`)})
+		text := golds[i%len(golds)][0] + ".\nMore text"
+		finish, errText := "eos", ""
+		switch i {
+		case 1:
+			text = hostile
+		case 2:
+			text, finish, errText = "", "error", "backend: connection reset"
+		}
+		key := "k" + id
+		gens = append(gens, store.Generation{Key: key, Fingerprint: "fp1", Task: "drop", SampleID: id, Text: text, Finish: finish, Error: errText, Budget: 32, Stops: json.RawMessage(`{}`)})
+		for _, set := range []struct{ name, key string }{{"dot", "."}, {"nl", "\n"}} {
+			pred := text
+			if j := strings.Index(text, set.key); j >= 0 {
+				pred = text[:j]
+			}
+			em := 0.0
+			if pred == golds[i%len(golds)][0] {
+				em = 1
+			}
+			for m, v := range map[string]float64{"em": em, "f1": em} {
+				scores = append(scores, store.Score{GenKey: key, Task: "drop", SampleID: id, Setting: set.name, SettingKey: set.key, Budget: 32, Metric: m, Value: v, Prediction: pred})
+			}
+		}
+	}
+	for j, size := range []int{1000, 2000, 4000, 8000} {
+		id := fmt.Sprint("EN-Acquisition-8-", size)
+		samples = append(samples, store.Sample{Task: "counting_stars", ID: id, Prompt: "stars...", Refs: json.RawMessage(`[1,2,3,4,5,6,7,8]`),
+			Metadata: json.RawMessage(fmt.Sprintf(`{"lang":"EN","test_type":"Acquisition","m":8,"context_size":%d}`, size))})
+		found := []int{1, 2, 3, 4, 5, 6, 7, 8}[:8-2*j]
+		b, _ := json.Marshal(map[string]any{"little_penguin": found})
+		key := "cs" + id
+		gens = append(gens, store.Generation{Key: key, Fingerprint: "fp1", Task: "counting_stars", SampleID: id, Text: string(b), Finish: "eos", Budget: 128, Stops: json.RawMessage(`{}`)})
+		scores = append(scores, store.Score{GenKey: key, Task: "counting_stars", SampleID: id, Setting: "none", Budget: 128, Metric: "counting_stars", Value: float64(len(found)) / 8, Prediction: string(b)})
+	}
+	if err := st.PutSamples(ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutGenerations(ctx, gens, scores); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func writeFixtureReport(t *testing.T, dropN int) (string, *Dataset) {
+	t.Helper()
+	st := fixtureStore(t, dropN)
+	ds, err := Load(context.Background(), st, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, ds); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, ds
+}
+
+func TestLoadDataset(t *testing.T) {
+	st := fixtureStore(t, 8)
+	ds, err := Load(context.Background(), st, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Tasks) != 2 || ds.Tasks[0].Task != "counting_stars" || ds.Tasks[1].Task != "drop" {
+		t.Fatalf("tasks %+v", ds.Tasks)
+	}
+	drop := ds.Tasks[1]
+	if len(drop.Columns) != 2 || drop.Columns[0].Label != "org/model dot" || len(drop.Samples) != 8 {
+		t.Fatalf("drop columns %+v, %d samples", drop.Columns, len(drop.Samples))
+	}
+	s0 := drop.Samples[0]
+	if s0.ID != "0" || s0.Under[0].Cut != 2 || s0.Under[1].Cut != 5 || s0.Under[1].Seq != "\n" {
+		t.Errorf("sample 0 cuts: dot %+v nl %+v", s0.Under[0], s0.Under[1])
+	}
+	// Rows: em and f1, two settings each; the second is paired with the first.
+	if len(drop.Rows) != 4 || drop.Rows[1].Diff == nil || drop.Rows[0].Diff != nil {
+		t.Errorf("rows %+v", drop.Rows)
+	}
+	filtered, err := Load(context.Background(), st, store.Filter{Tasks: []string{"drop"}, Settings: []string{"nl"}})
+	if err != nil || len(filtered.Tasks) != 1 || len(filtered.Tasks[0].Columns) != 1 {
+		t.Fatalf("filtered: %+v %v", filtered, err)
+	}
+	dv := makeDropView(drop)
+	if dv.Samples != 8 || dv.FloatShare != 0.25 {
+		t.Errorf("drop view %+v", dv)
+	}
+}
+
+func TestAnswerType(t *testing.T) {
+	for _, tc := range []struct {
+		spans []string
+		want  string
+	}{{[]string{"12.5"}, "number"}, {[]string{"1,200"}, "number"}, {[]string{"May 1990"}, "date"}, {[]string{"3 June 2001"}, "date"},
+		{[]string{"the Bears"}, "span"}, {[]string{"a", "b"}, "span"}, {nil, "span"}} {
+		if got := answerType(tc.spans); got != tc.want {
+			t.Errorf("answerType(%q) = %s, want %s", tc.spans, got, tc.want)
+		}
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	path, _ := writeFixtureReport(t, 8)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{`<svg class="chart means"`, `<svg class="chart diffs"`, `<svg class="chart heatmap"`, "predictions cut by", "25.0%"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "data-pwned") || strings.Contains(page, "<img src=x") {
+		t.Error("hostile output reached the page unencoded")
+	}
+	if regexp.MustCompile(`(?i)https?://`).FindAllString(strings.ReplaceAll(page, "http://www.w3.org/2000/svg", ""), -1) != nil {
+		t.Error("report refers to the network")
+	}
+}
+
+// chromium returns the headless browser's path, or "" when none is
+// installed.
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func chromiumArgs(t *testing.T) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=10000"}
+}
+
+// TestHTMLInChromium opens the report in headless Chromium: the script
+// loads the samples without error, the charts render, the hostile output
+// shows as text, and a screenshot is saved (TALLY_SCREENSHOT_DIR, or the
+// test's temporary directory).
+func TestHTMLInChromium(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("skipped: no chromium on PATH (apt-get install chromium; .ci/run installs it)")
+	}
+	path, _ := writeFixtureReport(t, 120)
+	url := "file://" + path + "#open"
+	dom, err := exec.Command(bin, append(chromiumArgs(t), "--dump-dom", url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	d := string(dom)
+	if strings.Contains(d, `data-errors=`) {
+		m := regexp.MustCompile(`(?s)<div id="js-errors"[^>]*>(.*?)</div>`).FindStringSubmatch(d)
+		t.Fatalf("script errors: %v", m)
+	}
+	for _, want := range []string{`data-ready="1"`, `data-rendered="50"`, `data-total="124"`, `class="chart means"`, `class="chart heatmap"`,
+		`&lt;/script&gt;&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;&lt;img src=x`, `class="cut"`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if strings.Contains(d, `data-pwned="`) {
+		t.Error("hostile output ran as script")
+	}
+	dir := os.Getenv("TALLY_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	shot := filepath.Join(dir, "report.png")
+	cmd := exec.Command(bin, append(chromiumArgs(t), "--screenshot="+shot, "--window-size=1280,2600", url)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	t.Logf("screenshot: %s", shot)
+}

@@ -1,0 +1,311 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"html/template"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tally/scoring/countingstars"
+	"tally/scoring/stats"
+)
+
+// The charts are inline SVG drawn here, so the page needs no library and
+// no network. Every text drawn is escaped with html.EscapeString.
+
+const (
+	chartWidth = 760
+	labelWidth = 300
+	rowHeight  = 22
+)
+
+// axis maps values in [lo, hi] to x pixels of the plot area.
+type axis struct{ lo, hi float64 }
+
+func (a axis) x(v float64) float64 {
+	if a.hi == a.lo {
+		return labelWidth
+	}
+	return labelWidth + (v-a.lo)/(a.hi-a.lo)*float64(chartWidth-labelWidth-20)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// intervalChart draws one labelled line per interval: the estimate as a
+// dot, the 95% interval as a bar; zero draws a reference line at 0 (for
+// paired differences).
+func intervalChart(class string, labels []string, ivs []stats.Interval, zero bool) template.HTML {
+	a := axis{0, 1}
+	for _, iv := range ivs {
+		for _, v := range []float64{iv.Estimate, iv.Low, iv.High} {
+			if finite(v) {
+				a.lo, a.hi = math.Min(a.lo, v), math.Max(a.hi, v)
+			}
+		}
+	}
+	if zero {
+		m := math.Max(math.Abs(a.lo), math.Abs(a.hi))
+		if m == 0 {
+			m = 1
+		}
+		a = axis{-m, m}
+	}
+	h := rowHeight*len(labels) + 30
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart %s" role="img" width="%d" height="%d" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">`, class, chartWidth, h, chartWidth, h)
+	for _, t := range []float64{a.lo, (a.lo + a.hi) / 2, a.hi} {
+		x := a.x(t)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#666">%.3g</text>`, x, x, h-18, x, h-4, t)
+	}
+	if zero {
+		x := a.x(0)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="3,3"/>`, x, x, h-18)
+	}
+	for i, l := range labels {
+		y := float64(i*rowHeight) + rowHeight/2 + 2
+		iv := ivs[i]
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="12" text-anchor="end" dominant-baseline="middle">%s</text>`, labelWidth-8, y, html.EscapeString(l))
+		if finite(iv.Low) && finite(iv.High) {
+			fmt.Fprintf(&b, `<line class="ci" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#4477aa" stroke-width="3"><title>95%% CI [%.4f, %.4f]</title></line>`,
+				a.x(iv.Low), y, a.x(iv.High), y, iv.Low, iv.High)
+		}
+		if finite(iv.Estimate) {
+			fmt.Fprintf(&b, `<circle class="est" cx="%.1f" cy="%.1f" r="5" fill="#223355"><title>%.4f</title></circle>`, a.x(iv.Estimate), y, iv.Estimate)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// heatColor maps a score in [0, 1] from red through yellow to green.
+func heatColor(v float64) string {
+	if !finite(v) {
+		return "#eee"
+	}
+	v = math.Max(0, math.Min(1, v))
+	var r, g float64
+	if v < 0.5 {
+		r, g = 215, 48+v*2*(190-48)
+	} else {
+		r, g = 215-(v-0.5)*2*(215-26), 190-(v-0.5)*2*(190-150)
+	}
+	return fmt.Sprintf("rgb(%.0f,%.0f,%.0f)", r, g, 60.0)
+}
+
+// starsHeatmap draws the Counting-Stars paper's heatmap of one column: the
+// reference's pivot (counting time = star depth down, context size
+// across) of the per-star scores scoring/countingstars.Score gives each
+// stored prediction. It returns "" when no sample carries the metadata.
+func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
+	var cells []countingstars.Cell
+	n := 0
+	for _, sd := range td.Samples {
+		sc := sd.Under[ci]
+		if sc == nil || sd.Fingerprint != td.Columns[ci].Fingerprint {
+			continue
+		}
+		var md struct {
+			Lang        string  `json:"lang"`
+			TestType    string  `json:"test_type"`
+			M           int     `json:"m"`
+			ContextSize float64 `json:"context_size"`
+			Rule        string  `json:"scoring_rule"`
+		}
+		var refs []float64
+		if json.Unmarshal(sd.Metadata, &md) != nil || md.Lang == "" || json.Unmarshal(sd.Refs, &refs) != nil {
+			continue
+		}
+		rule, err := countingstars.ResolveRule(md.Rule, md.TestType)
+		if err != nil {
+			continue
+		}
+		col, err := countingstars.Column(rule, md.Lang, md.TestType, md.ContextSize)
+		if err != nil {
+			continue
+		}
+		scores, err := countingstars.Score(rule, md.Lang, md.TestType, md.M, sc.Prediction, refs)
+		if err != nil { // the reference drops answers it cannot parse: score them 0
+			scores = make([]float64, md.M)
+		}
+		n++
+		for i, s := range scores {
+			cells = append(cells, countingstars.Cell{CountingTime: i + 1, Column: col, Score: s})
+		}
+	}
+	if len(cells) == 0 {
+		return "", 0
+	}
+	p := countingstars.MakePivot(cells)
+	cw, ch := max(14, min(48, 600/max(len(p.Columns), 1))), max(6, min(18, 480/max(len(p.Rows), 1)))
+	left, top := 60, 10
+	w, h := left+cw*len(p.Columns)+20, top+ch*len(p.Rows)+50
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart heatmap" role="img" width="%d" height="%d" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">`, w, h, w, h)
+	for r, depth := range p.Rows {
+		for c, size := range p.Columns {
+			v := p.Values[r][c]
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>depth %d, context %d: %.3f</title></rect>`,
+				left+c*cw, top+r*ch, cw, ch, heatColor(v), depth, size, v)
+		}
+		if r%max(1, len(p.Rows)/8) == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" text-anchor="end" dominant-baseline="middle">%d</text>`, left-4, top+r*ch+ch/2, depth)
+		}
+	}
+	labelEvery := max(1, (48+cw-1)/cw) // about 48 px per label
+	for c, size := range p.Columns {
+		if c%labelEvery == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10" text-anchor="middle">%d</text>`, left+c*cw+cw/2, top+ch*len(p.Rows)+14, size)
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">context size (haystack length)</text>`, left+cw*len(p.Columns)/2, h-8)
+	fmt.Fprintf(&b, `<text x="12" y="%d" font-size="11" text-anchor="middle" transform="rotate(-90 12 %d)">star (depth)</text>`, top+ch*len(p.Rows)/2, top+ch*len(p.Rows)/2)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()), n
+}
+
+// answerType classifies a DROP gold answer (a list of spans) by its text,
+// as the stored references keep no type: number when every span parses as
+// a number, date when it names a month or is a bare year range, else span.
+func answerType(spans []string) string {
+	if len(spans) == 0 {
+		return "span"
+	}
+	num := true
+	for _, s := range spans {
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(s), ",", ""), 64); err != nil {
+			num = false
+		}
+	}
+	if num {
+		return "number"
+	}
+	if len(spans) == 1 && dateRe.MatchString(spans[0]) {
+		return "date"
+	}
+	return "span"
+}
+
+var dateRe = regexp.MustCompile(`(?i)^\s*(\d{1,2}\s+)?(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(\s+\d{1,2})?,?(\s+\d{3,4})?\s*$|^\s*\d{1,2}\s+\d{3,4}\s*$`)
+
+// isFloatAnswer reports whether a gold answer is a number written with a
+// decimal point (the answers lm-eval's DROP scoring mishandles most).
+func isFloatAnswer(spans []string) bool {
+	if len(spans) != 1 {
+		return false
+	}
+	s := strings.TrimSpace(spans[0])
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil && strings.Contains(s, ".")
+}
+
+// dropView is the DROP investigation's figures for one task.
+type dropView struct {
+	Samples    int
+	FloatShare float64
+	// Cuts is, per column, the share of predictions each stop sequence cut
+	// ("(none)": not cut).
+	Cuts []labelShares
+	// ByType is, per column, the mean of Metric by answer type.
+	Metric string
+	Types  []string
+	ByType []labelShares
+}
+
+type labelShares struct {
+	Label  string
+	Shares []share
+}
+
+type share struct {
+	Key   string
+	Value float64
+	N     int
+}
+
+func isDROP(td *TaskData) bool { return strings.Contains(strings.ToLower(td.Task), "drop") }
+
+func makeDropView(td *TaskData) *dropView {
+	v := &dropView{Types: []string{"number", "date", "span"}}
+	// Prefer F1 under the reference normalisation ("f1", "drop.f1"), then
+	// any F1, then the first metric.
+	for _, ok := range []func(string) bool{
+		func(m string) bool { return m == "f1" || strings.HasSuffix(m, ".f1") && !strings.Contains(m, "fixed") },
+		func(m string) bool { return strings.Contains(m, "f1") },
+	} {
+		for _, m := range td.Metrics {
+			if v.Metric == "" && ok(m) {
+				v.Metric = m
+			}
+		}
+	}
+	if v.Metric == "" && len(td.Metrics) > 0 {
+		v.Metric = td.Metrics[0]
+	}
+	types := map[string]string{}
+	floats := 0
+	for _, sd := range td.Samples {
+		if _, ok := types[sd.ID]; ok {
+			continue
+		}
+		var refs [][]string
+		_ = json.Unmarshal(sd.Refs, &refs)
+		first := []string{}
+		if len(refs) > 0 {
+			first = refs[0]
+		}
+		types[sd.ID] = answerType(first)
+		if isFloatAnswer(first) {
+			floats++
+		}
+	}
+	v.Samples = len(types)
+	if v.Samples > 0 {
+		v.FloatShare = float64(floats) / float64(v.Samples)
+	}
+	for ci, c := range td.Columns {
+		cut := map[string]int{}
+		sum, cnt := map[string]float64{}, map[string]int{}
+		n := 0
+		for _, sd := range td.Samples {
+			sc := sd.Under[ci]
+			if sc == nil || sd.Fingerprint != c.Fingerprint {
+				continue
+			}
+			n++
+			key := "(not cut)"
+			if sc.Cut >= 0 {
+				key = strconv.Quote(sc.Seq)
+			}
+			cut[key]++
+			if x, ok := sc.Values[v.Metric]; ok {
+				sum[types[sd.ID]] += x
+				cnt[types[sd.ID]]++
+			}
+		}
+		ls := labelShares{Label: c.Label}
+		keys := make([]string, 0, len(cut))
+		for k := range cut {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ls.Shares = append(ls.Shares, share{k, float64(cut[k]) / float64(max(n, 1)), cut[k]})
+		}
+		v.Cuts = append(v.Cuts, ls)
+		bt := labelShares{Label: c.Label}
+		for _, t := range v.Types {
+			mean := math.NaN()
+			if cnt[t] > 0 {
+				mean = sum[t] / float64(cnt[t])
+			}
+			bt.Shares = append(bt.Shares, share{t, mean, cnt[t]})
+		}
+		v.ByType = append(v.ByType, bt)
+	}
+	return v
+}
