@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph DSL reads best unqualified
-	"github.com/gomlx/gomlx/pkg/core/shapes"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL reads best unqualified
 )
 
 // graphKey identifies one compiled graph. A decode graph runs one token per

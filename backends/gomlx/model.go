@@ -17,9 +17,9 @@ import (
 	"strings"
 	"sync"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"tally/backends"
 )
