@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,9 @@ type Options struct {
 	// PlanMemory); 0: the host's available memory on the pure-Go backend,
 	// no plan on XLA.
 	DeviceMemory int64
+	// Log, when set, receives one line at open naming the engine and its
+	// kernels (see Model.Kernels), e.g. "native: gomlx pure Go, AVX-512".
+	Log io.Writer
 }
 
 // Stats are counters of a Model's work.
@@ -285,6 +289,9 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	if d := strings.ToLower(opts.Device); d == "xla" || d == "cuda" {
 		m.device = "xla"
 	}
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "native: %s\n", m.Kernels())
+	}
 	for i, s := range specs {
 		n := 1
 		for _, d := range s.dims {
@@ -319,6 +326,16 @@ func (m *Model) Name() string { return "gomlx" }
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }
+
+// Kernels names the engine and the kernels it runs: "gomlx pure Go,
+// AVX-512" (or "AVX2", or why it runs portable Go kernels) on the pure-Go
+// backend, "gomlx XLA (NAME)" on XLA.
+func (m *Model) Kernels() string {
+	if m.device != "go" {
+		return "gomlx XLA (" + m.backend.Name() + ")"
+	}
+	return "gomlx pure Go, " + cpuKernels()
+}
 
 // Device is the gomlx backend running the model ("go" for pure Go, "xla").
 func (m *Model) Device() string { return m.device }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"tally/backends"
@@ -15,7 +16,7 @@ import (
 // demo model), "ollama:NAME" (an Ollama server), or a Hugging Face
 // directory or cache name for the native backend.
 func openModel(ctx context.Context, spec, device string, concurrency int) (backends.Backend, error) {
-	opts := gomlx.Options{Device: device, MaxBatch: concurrency}
+	opts := gomlx.Options{Device: device, MaxBatch: concurrency, Log: os.Stderr}
 	switch {
 	case spec == "demo":
 		m, err := gomlx.Demo(ctx, opts)

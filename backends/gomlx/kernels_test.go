@@ -1,0 +1,35 @@
+package gomlx
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestKernelsNamed(t *testing.T) {
+	var log bytes.Buffer
+	m, err := Demo(context.Background(), Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k := m.Kernels()
+	if !strings.HasPrefix(k, "gomlx pure Go, ") {
+		t.Fatalf("Kernels() = %q, want the pure-Go backend named", k)
+	}
+	if want := "native: " + k + "\n"; log.String() != want {
+		t.Fatalf("open logged %q, want %q", log.String(), want)
+	}
+	portable := strings.Contains(k, "portable Go kernels")
+	if !simdBuilt && !portable {
+		t.Fatalf("built without SIMD kernels but Kernels() = %q", k)
+	}
+}
+
+func TestKernelsSIMDOff(t *testing.T) {
+	t.Setenv("GOMLX_DOT_MATMUL", "off")
+	if k := cpuKernels(); !strings.Contains(k, "portable Go kernels") {
+		t.Fatalf("cpuKernels() with GOMLX_DOT_MATMUL=off = %q", k)
+	}
+}
