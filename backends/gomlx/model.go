@@ -19,6 +19,9 @@ import (
 	"sync"
 
 	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -145,6 +148,29 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
+// halfDType is the dtype the model's matrices are held in: Float16 or
+// BFloat16 when every 2-D tensor of the file has that dtype (widening to
+// float32 and back is then exact), else InvalidDType (all float32).
+func halfDType(w *WeightIndex) dtypes.DType {
+	seen := ""
+	for _, t := range w.Tensors {
+		if len(t.Shape) != 2 {
+			continue
+		}
+		if seen != "" && t.DType != seen {
+			return dtypes.InvalidDType
+		}
+		seen = t.DType
+	}
+	switch seen {
+	case "F16":
+		return dtypes.Float16
+	case "BF16":
+		return dtypes.BFloat16
+	}
+	return dtypes.InvalidDType
+}
+
 // loadHostWeights reads every tensor, validates its shape and fuses q/k/v
 // and gate/up, returning the weights in canonical order.
 func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][]float32, error) {
@@ -159,6 +185,7 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 			return lay, nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", t.File, name, t.DType)
 		}
 	}
+	lay.half = halfDType(w)
 	var out [][]float32
 	read := func(name string, dims ...int) ([]float32, error) { return w.Read(name, dims...) }
 	cat := func(parts ...[]float32) []float32 {
@@ -300,7 +327,14 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		if len(host[i]) != n {
 			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
 		}
-		m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+		switch s.dtype(lay) {
+		case dtypes.Float16:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(host[i]...), s.dims...))
+		case dtypes.BFloat16:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(bfloat16.FromFloat32s(host[i]...), s.dims...))
+		default:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+		}
 		host[i] = nil
 	}
 	m.ctxLen = cfg.MaxPositionEmbeddings
