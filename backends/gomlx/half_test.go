@@ -31,6 +31,26 @@ func TestHalfDType(t *testing.T) {
 	}
 }
 
+func TestHeldHalf(t *testing.T) {
+	for _, tc := range []struct {
+		half   dtypes.DType
+		device string
+		want   dtypes.DType
+	}{
+		{dtypes.InvalidDType, "", dtypes.InvalidDType},
+		{dtypes.BFloat16, "", dtypes.BFloat16},
+		{dtypes.BFloat16, "cuda", dtypes.BFloat16},
+		{dtypes.Float16, "cpu", dtypes.InvalidDType},
+		{dtypes.Float16, "", dtypes.InvalidDType},
+		{dtypes.Float16, "xla", dtypes.Float16},
+		{dtypes.Float16, "CUDA", dtypes.Float16},
+	} {
+		if got := heldHalf(tc.half, tc.device); got != tc.want {
+			t.Errorf("heldHalf(%v, %q) = %v, want %v", tc.half, tc.device, got, tc.want)
+		}
+	}
+}
+
 // TestHalfWeights checks that a model held in F16 or BF16 (its matrices
 // exactly representable, as when read from such a file) gives the logits
 // of the same weights held in float32, within the rounding of activations
@@ -69,7 +89,7 @@ func TestHalfWeights(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m32.Close()
-			mh, err := newModel(cfg, layout{half: tc.dt}, host, nil, Options{})
+			mh, err := newModel(cfg, layout{half: tc.dt}, host, nil, Options{keepF16: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,6 +55,8 @@ type Options struct {
 	// PlanMemory); 0: the host's available memory on the pure-Go backend,
 	// no plan on XLA.
 	DeviceMemory int64
+	// keepF16 keeps F16 matrices in F16 on the pure-Go backend (tests).
+	keepF16 bool
 	// Log, when set, receives one line at open naming the engine and its
 	// kernels (see Model.Kernels), e.g. "native: gomlx pure Go, AVX-512".
 	Log io.Writer
@@ -169,6 +171,21 @@ func halfDType(w *WeightIndex) dtypes.DType {
 		return dtypes.BFloat16
 	}
 	return dtypes.InvalidDType
+}
+
+// heldHalf is the dtype a device holds half-precision matrices in: BF16
+// stays BF16 everywhere, and F16 stays F16 on XLA; on the pure-Go backend
+// F16 is widened to float32, because gomlx/compute v0.1.3 converts each F16
+// value to float32 in software inside its matrix kernel (AVX-512 profile
+// of scripts/cpu-bench.sh: 40% of the time in
+// float16.avx512ConvertF16ToF32, decode 2.4× slower than float32).
+func heldHalf(half dtypes.DType, device string) dtypes.DType {
+	if half == dtypes.Float16 {
+		if d := strings.ToLower(device); d != "xla" && d != "cuda" {
+			return dtypes.InvalidDType
+		}
+	}
+	return half
 }
 
 // loadHostWeights reads every tensor, validates its shape and fuses q/k/v
@@ -310,6 +327,9 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			err = fmt.Errorf("create weight tensors: %v", r)
 		}
 	}()
+	if !opts.keepF16 {
+		lay.half = heldHalf(lay.half, opts.Device)
+	}
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
 		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq()}
 	m.device = "go"

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/ollama/ollama/api"
 
@@ -58,12 +60,27 @@ func main() {
 	case "model":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		out := fs.String("out", "", "directory to write")
+		dt := fs.String("dtype", "F16", "weight dtype: F16 or BF16")
 		fs.Parse(args)
-		err = writeModel(*out)
+		err = writeModel(*out, *dt)
 	case "native":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		dir := fs.String("model", "", "model directory")
+		prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 		fs.Parse(args)
+		if *prof != "" {
+			f, perr := os.Create(*prof)
+			if perr != nil {
+				err = fmt.Errorf("cpu profile: %w", perr)
+				break
+			}
+			defer f.Close()
+			if perr := pprof.StartCPUProfile(f); perr != nil {
+				err = fmt.Errorf("cpu profile: %w", perr)
+				break
+			}
+			defer pprof.StopCPUProfile()
+		}
 		err = runNative(ctx, *dir)
 	case "ollama":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
@@ -82,6 +99,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cpu-bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -98,9 +116,12 @@ type result struct {
 
 // --- the model ---
 
-func writeModel(out string) error {
+func writeModel(out, dtype string) error {
 	if out == "" {
 		return errors.New("model: -out is required")
+	}
+	if dtype != "F16" && dtype != "BF16" {
+		return fmt.Errorf("model: dtype %q (want F16 or BF16)", dtype)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", out, err)
@@ -124,7 +145,7 @@ func writeModel(out string) error {
 			"num_attention_heads": heads, "num_key_value_heads": kvHeads, "head_dim": hidden / heads,
 			"hidden_act": "silu", "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
 			"rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": vocab,
-			"torch_dtype": "float16", "bos_token_id": nil, "eos_token_id": eos,
+			"torch_dtype": map[string]string{"F16": "float16", "BF16": "bfloat16"}[dtype], "bos_token_id": nil, "eos_token_id": eos,
 		},
 		"tokenizer_config.json": map[string]any{
 			"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
@@ -145,7 +166,7 @@ func writeModel(out string) error {
 	if err := os.WriteFile(filepath.Join(out, "tokenizer.json"), tok, 0o644); err != nil {
 		return fmt.Errorf("write tokenizer.json: %w", err)
 	}
-	return writeWeights(filepath.Join(out, "model.safetensors"))
+	return writeWeights(filepath.Join(out, "model.safetensors"), dtype)
 }
 
 type tensorSpec struct {
@@ -176,9 +197,9 @@ func specs() []tensorSpec {
 		tensorSpec{name: "lm_head.weight", shape: []int{vocab, hidden}})
 }
 
-// writeWeights writes seeded N(0, 0.02²) F16 weights (norms 1) as
-// safetensors.
-func writeWeights(path string) error {
+// writeWeights writes seeded N(0, 0.02²) weights (norms 1) of dtype (F16
+// or BF16) as safetensors.
+func writeWeights(path, dtype string) error {
 	type entry struct {
 		DType   string `json:"dtype"`
 		Shape   []int  `json:"shape"`
@@ -191,7 +212,7 @@ func writeWeights(path string) error {
 		for _, d := range s.shape {
 			n *= d
 		}
-		header[s.name] = entry{DType: "F16", Shape: s.shape, Offsets: [2]int{off, off + n}}
+		header[s.name] = entry{DType: dtype, Shape: s.shape, Offsets: [2]int{off, off + n}}
 		off += n
 	}
 	h, err := json.Marshal(header)
@@ -216,8 +237,12 @@ func writeWeights(path string) error {
 			if !s.norm {
 				v = float32(rng.NormFloat64() * 0.02)
 			}
-			f.SetFloat32(v)
-			buf = binary.LittleEndian.AppendUint16(buf, uint16(f))
+			if dtype == "BF16" {
+				buf = binary.LittleEndian.AppendUint16(buf, uint16(bfloat16.FromFloat32(v)))
+			} else {
+				f.SetFloat32(v)
+				buf = binary.LittleEndian.AppendUint16(buf, uint16(f))
+			}
 		}
 	}
 	if err := os.WriteFile(path, buf, 0o644); err != nil {
@@ -512,11 +537,11 @@ func report(dir string, files []string) error {
 		}
 		rs = append(rs, r)
 	}
-	fmt.Printf("model: random Llama, hidden %d, %d layers, %.1fM parameters, F16 (%.0f MB)\n",
+	fmt.Printf("model: random Llama, hidden %d, %d layers, %.1fM parameters, 16-bit weights (%.0f MB)\n",
 		hidden, layers, weightBytes/2/1e6, weightBytes/1e6)
 	fmt.Printf("prompts: %d × %d tokens, %d new tokens; %d threads (GOMAXPROCS), %s\n",
 		nPrompts, promptTokens, newTokens, runtime.GOMAXPROCS(0), cpuModel())
-	fmt.Printf("memory read bandwidth %.1f GB/s: decode roofline %.0f tok/s (F16 weights read once per step)\n\n", bw/1e9, roof)
+	fmt.Printf("memory read bandwidth %.1f GB/s: decode roofline %.0f tok/s (16-bit weights read once per step)\n\n", bw/1e9, roof)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "engine\tprefill tok/s b1\tdecode tok/s b1\tdecode/roofline\tprefill tok/s b8\tdecode tok/s b8\tb8/b1 decode\tpeak RSS MB\t")
 	for _, r := range rs {
