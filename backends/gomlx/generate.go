@@ -321,6 +321,9 @@ type slotState struct {
 func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opts.Log != nil {
+		m.announce.Do(func() { fmt.Fprintf(m.opts.Log, "native: %s\n", m.Kernels()) })
+	}
 	var jobs []*job
 	for _, r := range reqs {
 		j, ev := m.admit(r)

@@ -57,8 +57,9 @@ type Options struct {
 	DeviceMemory int64
 	// keepF16 keeps F16 matrices in F16 on the pure-Go backend (tests).
 	keepF16 bool
-	// Log, when set, receives one line at open naming the engine and its
-	// kernels (see Model.Kernels), e.g. "native: gomlx pure Go, AVX-512".
+	// Log, when set, receives one line when the first Generate starts,
+	// naming the engine and its kernels (see Model.Kernels), e.g.
+	// "native: gomlx pure Go, AVX-512".
 	Log io.Writer
 }
 
@@ -80,6 +81,7 @@ type Stats struct {
 // safe for concurrent use (calls run one at a time).
 type Model struct {
 	mu       sync.Mutex
+	announce sync.Once // Options.Log's line, at the first Generate
 	cfg      Config
 	lay      layout
 	dir      string
@@ -335,9 +337,6 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	m.device = "go"
 	if d := strings.ToLower(opts.Device); d == "xla" || d == "cuda" {
 		m.device = "xla"
-	}
-	if opts.Log != nil {
-		fmt.Fprintf(opts.Log, "native: %s\n", m.Kernels())
 	}
 	for i, s := range specs {
 		n := 1
