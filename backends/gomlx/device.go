@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/backends/simplego"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
 )
 
 // newDevice creates the gomlx backend for Options.Device: "" or "cpu" (or
@@ -15,7 +15,7 @@ import (
 func newDevice(device string) (mlbackends.Backend, error) {
 	switch strings.ToLower(device) {
 	case "", "cpu", "go", "simplego":
-		b, err := simplego.New("")
+		b, err := gobackend.New("")
 		if err != nil {
 			return nil, fmt.Errorf("create pure-Go backend: %w", err)
 		}

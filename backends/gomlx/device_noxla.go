@@ -5,7 +5,7 @@ package gomlx
 import (
 	"fmt"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
+	mlbackends "github.com/gomlx/compute"
 )
 
 // xlaAvailable reports whether this binary was built with the XLA backend.

@@ -5,8 +5,8 @@ package gomlx
 import (
 	"fmt"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/backends/xla"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/go-xla/compute/xla"
 )
 
 // xlaAvailable reports whether this binary was built with the XLA backend.

@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	"github.com/gomlx/gomlx/pkg/core/shapes"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"tally/backends"
 )
@@ -321,6 +321,9 @@ type slotState struct {
 func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.opts.Log != nil {
+		m.announce.Do(func() { fmt.Fprintf(m.opts.Log, "native: %s\n", m.Kernels()) })
+	}
 	var jobs []*job
 	for _, r := range reqs {
 		j, ev := m.admit(r)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/dtypes"
-	. "github.com/gomlx/gomlx/pkg/core/graph" //nolint:revive // graph DSL reads best unqualified
-	"github.com/gomlx/gomlx/pkg/core/shapes"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph DSL reads best unqualified
 )
 
 // graphKey identifies one compiled graph. A decode graph runs one token per
@@ -51,44 +51,60 @@ type modelParams struct {
 type weightSpec struct {
 	name string
 	dims []int
+	// matrix marks the embedding and projection matrices: they keep the
+	// file's half-precision dtype (layout.half); norms and biases are f32.
+	matrix bool
 }
 
-// layout says which optional tensors the model has.
+// dtype is the dtype the weight is held and computed in.
+func (s weightSpec) dtype(lay layout) dtypes.DType {
+	if s.matrix && lay.half != dtypes.InvalidDType {
+		return lay.half
+	}
+	return dtypes.Float32
+}
+
+// layout says which optional tensors the model has, and in which dtype its
+// matrices are held.
 type layout struct {
 	qkvBias, oBias, mlpBias bool
+	// half is Float16 or BFloat16 when the file stores every matrix in
+	// that dtype: matrices stay in it and matrix products read it with
+	// float32 accumulation; InvalidDType (the zero value) keeps all f32.
+	half dtypes.DType
 }
 
 // weightSpecs lists the weights in the order they are graph parameters.
 func weightSpecs(c Config, lay layout) []weightSpec {
 	d, q, kv, in := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	specs := []weightSpec{
-		{"model.embed_tokens.weight", []int{c.VocabSize, d}},
-		{"model.norm.weight", []int{d}},
+		{"model.embed_tokens.weight", []int{c.VocabSize, d}, true},
+		{"model.norm.weight", []int{d}, false},
 	}
 	if !c.TieWordEmbeddings {
-		specs = append(specs, weightSpec{"lm_head.weight", []int{c.VocabSize, d}})
+		specs = append(specs, weightSpec{"lm_head.weight", []int{c.VocabSize, d}, true})
 	}
 	for l := range c.NumLayers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		specs = append(specs,
-			weightSpec{p + "input_layernorm.weight", []int{d}},
-			weightSpec{p + "self_attn.qkv_proj.weight", []int{q + 2*kv, d}})
+			weightSpec{p + "input_layernorm.weight", []int{d}, false},
+			weightSpec{p + "self_attn.qkv_proj.weight", []int{q + 2*kv, d}, true})
 		if lay.qkvBias {
-			specs = append(specs, weightSpec{p + "self_attn.qkv_proj.bias", []int{q + 2*kv}})
+			specs = append(specs, weightSpec{p + "self_attn.qkv_proj.bias", []int{q + 2*kv}, false})
 		}
-		specs = append(specs, weightSpec{p + "self_attn.o_proj.weight", []int{d, q}})
+		specs = append(specs, weightSpec{p + "self_attn.o_proj.weight", []int{d, q}, true})
 		if lay.oBias {
-			specs = append(specs, weightSpec{p + "self_attn.o_proj.bias", []int{d}})
+			specs = append(specs, weightSpec{p + "self_attn.o_proj.bias", []int{d}, false})
 		}
 		specs = append(specs,
-			weightSpec{p + "post_attention_layernorm.weight", []int{d}},
-			weightSpec{p + "mlp.gate_up_proj.weight", []int{2 * in, d}})
+			weightSpec{p + "post_attention_layernorm.weight", []int{d}, false},
+			weightSpec{p + "mlp.gate_up_proj.weight", []int{2 * in, d}, true})
 		if lay.mlpBias {
-			specs = append(specs, weightSpec{p + "mlp.gate_up_proj.bias", []int{2 * in}})
+			specs = append(specs, weightSpec{p + "mlp.gate_up_proj.bias", []int{2 * in}, false})
 		}
-		specs = append(specs, weightSpec{p + "mlp.down_proj.weight", []int{d, in}})
+		specs = append(specs, weightSpec{p + "mlp.down_proj.weight", []int{d, in}, true})
 		if lay.mlpBias {
-			specs = append(specs, weightSpec{p + "mlp.down_proj.bias", []int{d}})
+			specs = append(specs, weightSpec{p + "mlp.down_proj.bias", []int{d}, false})
 		}
 	}
 	return specs
@@ -101,7 +117,7 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 	next := func() *Node {
 		s := specs[i]
 		i++
-		return Parameter(g, s.name, shapes.Make(dtypes.Float32, s.dims...))
+		return Parameter(g, s.name, shapes.Make(s.dtype(lay), s.dims...))
 	}
 	var p modelParams
 	p.embed = next()
@@ -137,8 +153,16 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 }
 
 // linear computes x·Wᵀ (+b) with W laid out [out, in] as in Hugging Face.
+// A half-precision W (layout.half) multiplies x rounded to W's dtype, with
+// float32 accumulation and a float32 result, as ggml does for F16 weights.
 func linear(x, w, b *Node) *Node {
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	var y *Node
+	if w.DType() != x.DType() {
+		y = Dot(ConvertDType(x, w.DType()), w).WithAccumulatorDType(x.DType()).WithOutputDType(x.DType()).
+			General([]int{x.Rank() - 1}, nil, []int{1}, nil)
+	} else {
+		y = DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	}
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
 	}
@@ -238,6 +262,9 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	scale := 1 / math.Sqrt(float64(hd))
 
 	x := Gather(p.embed, ExpandAxes(tokens, -1)) // [R,C,D]
+	if x.DType() != dtypes.Float32 {
+		x = ConvertDType(x, dtypes.Float32)
+	}
 	newCaches := make([]*Node, len(caches))
 	for l, lp := range p.layers {
 		h := rmsNorm(x, lp.inNorm, c.RMSNormEps)

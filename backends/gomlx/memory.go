@@ -172,13 +172,13 @@ func PlanMemory(in MemoryInput) (MemoryPlan, error) {
 	return p, nil
 }
 
-// memoryInput describes the model for PlanMemory: float32 weights, caches
-// and activations, as the model computes.
+// memoryInput describes the model for PlanMemory: its weights in the dtypes
+// they are held in, float32 caches and activations, as the model computes.
 func (m *Model) memoryInput(free int64, promptTokens, maxNew, requests int) MemoryInput {
 	c := m.cfg
 	var weights int64
 	for _, s := range weightSpecs(c, m.lay) {
-		n := int64(4)
+		n := int64(s.dtype(m.lay).Size())
 		for _, d := range s.dims {
 			n *= int64(d)
 		}

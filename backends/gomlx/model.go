@@ -12,14 +12,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	mlbackends "github.com/gomlx/gomlx/backends"
-	"github.com/gomlx/gomlx/pkg/core/graph"
-	"github.com/gomlx/gomlx/pkg/core/tensors"
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
+	"github.com/gomlx/compute/dtypes/float16"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 
 	"tally/backends"
 )
@@ -51,6 +55,12 @@ type Options struct {
 	// PlanMemory); 0: the host's available memory on the pure-Go backend,
 	// no plan on XLA.
 	DeviceMemory int64
+	// keepF16 keeps F16 matrices in F16 on the pure-Go backend (tests).
+	keepF16 bool
+	// Log, when set, receives one line when the first Generate starts,
+	// naming the engine and its kernels (see Model.Kernels), e.g.
+	// "native: gomlx pure Go, AVX-512".
+	Log io.Writer
 }
 
 // Stats are counters of a Model's work.
@@ -71,6 +81,7 @@ type Stats struct {
 // safe for concurrent use (calls run one at a time).
 type Model struct {
 	mu       sync.Mutex
+	announce sync.Once // Options.Log's line, at the first Generate
 	cfg      Config
 	lay      layout
 	dir      string
@@ -141,6 +152,44 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
+// halfDType is the dtype the model's matrices are held in: Float16 or
+// BFloat16 when every 2-D tensor of the file has that dtype (widening to
+// float32 and back is then exact), else InvalidDType (all float32).
+func halfDType(w *WeightIndex) dtypes.DType {
+	seen := ""
+	for _, t := range w.Tensors {
+		if len(t.Shape) != 2 {
+			continue
+		}
+		if seen != "" && t.DType != seen {
+			return dtypes.InvalidDType
+		}
+		seen = t.DType
+	}
+	switch seen {
+	case "F16":
+		return dtypes.Float16
+	case "BF16":
+		return dtypes.BFloat16
+	}
+	return dtypes.InvalidDType
+}
+
+// heldHalf is the dtype a device holds half-precision matrices in: BF16
+// stays BF16 everywhere, and F16 stays F16 on XLA; on the pure-Go backend
+// F16 is widened to float32, because gomlx/compute v0.1.3 converts each F16
+// value to float32 in software inside its matrix kernel (AVX-512 profile
+// of scripts/cpu-bench.sh: 40% of the time in
+// float16.avx512ConvertF16ToF32, decode 2.4× slower than float32).
+func heldHalf(half dtypes.DType, device string) dtypes.DType {
+	if half == dtypes.Float16 {
+		if d := strings.ToLower(device); d != "xla" && d != "cuda" {
+			return dtypes.InvalidDType
+		}
+	}
+	return half
+}
+
 // loadHostWeights reads every tensor, validates its shape and fuses q/k/v
 // and gate/up, returning the weights in canonical order.
 func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][]float32, error) {
@@ -155,6 +204,7 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 			return lay, nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", t.File, name, t.DType)
 		}
 	}
+	lay.half = halfDType(w)
 	var out [][]float32
 	read := func(name string, dims ...int) ([]float32, error) { return w.Read(name, dims...) }
 	cat := func(parts ...[]float32) []float32 {
@@ -279,6 +329,9 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			err = fmt.Errorf("create weight tensors: %v", r)
 		}
 	}()
+	if !opts.keepF16 {
+		lay.half = heldHalf(lay.half, opts.Device)
+	}
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
 		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq()}
 	m.device = "go"
@@ -293,7 +346,14 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		if len(host[i]) != n {
 			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
 		}
-		m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+		switch s.dtype(lay) {
+		case dtypes.Float16:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(host[i]...), s.dims...))
+		case dtypes.BFloat16:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(bfloat16.FromFloat32s(host[i]...), s.dims...))
+		default:
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+		}
 		host[i] = nil
 	}
 	m.ctxLen = cfg.MaxPositionEmbeddings
@@ -319,6 +379,16 @@ func (m *Model) Name() string { return "gomlx" }
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }
+
+// Kernels names the engine and the kernels it runs: "gomlx pure Go,
+// AVX-512" (or "AVX2", or why it runs portable Go kernels) on the pure-Go
+// backend, "gomlx XLA (NAME)" on XLA.
+func (m *Model) Kernels() string {
+	if m.device != "go" {
+		return "gomlx XLA (" + m.backend.Name() + ")"
+	}
+	return "gomlx pure Go, " + cpuKernels()
+}
 
 // Device is the gomlx backend running the model ("go" for pure Go, "xla").
 func (m *Model) Device() string { return m.device }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"tally/backends"
@@ -77,7 +78,7 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	if err != nil {
 		return nil, err
 	}
-	opts := gomlx.Options{Device: o.device, MaxBatch: o.concurrency}
+	opts := gomlx.Options{Device: o.device, MaxBatch: o.concurrency, Log: os.Stderr}
 	switch {
 	case spec == "demo":
 		if chat {
