@@ -13,7 +13,9 @@ import (
 // pgMigrations are migrations rendered for PostgreSQL: the same tables,
 // columns and keys as the SQLite migrations of the same index, with
 // PostgreSQL's types (BIGINT for integers, which hold Unix milliseconds;
-// DOUBLE PRECISION for reals; BYTEA for blobs; BIGSERIAL for run ids).
+// DOUBLE PRECISION for reals; BYTEA for blobs and for model text — prompts,
+// continuations, predictions — which may hold NUL bytes that PostgreSQL's
+// TEXT refuses; BIGSERIAL for run ids).
 // Never edit a released migration: append a new one to both lists.
 var pgMigrations = []string{
 	`CREATE TABLE runs (
@@ -36,7 +38,7 @@ var pgMigrations = []string{
 	CREATE TABLE samples (
 		task TEXT NOT NULL,
 		id TEXT NOT NULL,
-		prompt TEXT NOT NULL,
+		prompt BYTEA NOT NULL,
 		refs TEXT NOT NULL,
 		metadata TEXT NOT NULL,
 		PRIMARY KEY (task, id)
@@ -47,7 +49,7 @@ var pgMigrations = []string{
 		task TEXT NOT NULL,
 		sample_id TEXT NOT NULL,
 		prompt_tokens BIGINT NOT NULL,
-		text TEXT NOT NULL,
+		text BYTEA NOT NULL,
 		ids BYTEA,
 		offsets BYTEA,
 		n_tokens BIGINT NOT NULL,
@@ -71,7 +73,7 @@ var pgMigrations = []string{
 		budget BIGINT NOT NULL,
 		metric TEXT NOT NULL,
 		value DOUBLE PRECISION,
-		prediction TEXT NOT NULL,
+		prediction BYTEA NOT NULL,
 		run_id BIGINT,
 		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget, metric)
 	);`,

@@ -280,7 +280,7 @@ func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
 		}
 		defer st.Close()
 		for _, x := range samples {
-			if _, err := st.ExecContext(ctx, x.Task, x.ID, x.Prompt, nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+			if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
 				return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
 			}
 		}
@@ -385,7 +385,7 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 		}
 		defer gst.Close()
 		for _, g := range gens {
-			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, g.Text,
+			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
 				packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
 				g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
 				return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
@@ -436,7 +436,7 @@ func putScores(ctx context.Context, tx *txn, scores []Score) error {
 			v = nil
 		}
 		if _, err := st.ExecContext(ctx, x.GenKey, x.Task, x.SampleID, x.Setting, x.SettingKey, x.Budget, x.Metric,
-			v, x.Prediction, x.RunID, x.Digest); err != nil {
+			v, tx.eng.text(x.Prediction), x.RunID, x.Digest); err != nil {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
@@ -707,12 +707,19 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	return out, rows.Err()
 }
 
+// tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
+// lost connection or server is run again from its start.
 func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+}
+
+func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {
+	tx, err := s.db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	if err := f(tx); err != nil {
+	t := &txn{Tx: tx, eng: s.db.eng}
+	if err := f(t); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
 	if err := tx.Commit(); err != nil {
