@@ -40,7 +40,7 @@ func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit in
 	}
 	now := time.Now()
 	exp := now.Add(lease).UnixMilli()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		sel, err := tx.PrepareContext(ctx, `SELECT owner, expires_at FROM claims WHERE gen_key=?`)
 		if err != nil {
 			return err
@@ -111,7 +111,7 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 		}
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		const chunk = 500
 		for i := 0; i < len(keys); i += chunk {
 			part := keys[i:min(i+chunk, len(keys))]

@@ -88,9 +88,11 @@ func TestReadOnlyOlderSchema(t *testing.T) {
 
 // TestConcurrentMigrations checks finding 6 of issue 11: many openers of a
 // new store at once all succeed and migrate it once.
-func TestConcurrentMigrations(t *testing.T) {
+func TestConcurrentMigrations(t *testing.T) { engines(t, testConcurrentMigrations) }
+
+func testConcurrentMigrations(t *testing.T, newPath func() string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "new.db")
+	path := newPath()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -115,8 +117,11 @@ func TestConcurrentMigrations(t *testing.T) {
 // TestClaims: a key held by a live owner is not claimed by another; an
 // expired claim is taken over; release frees it.
 func TestClaims(t *testing.T) {
+	engines(t, func(t *testing.T, newPath func() string) { testClaims(t, openAt(t, newPath())) })
+}
+
+func testClaims(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
 	keys := []string{"a", "b", "c"}
 	r, err := s.Claim(ctx, "p1", keys[:2], 0, time.Hour)
 	if err != nil || len(r.Claimed) != 2 || r.TakenOver != 0 {
@@ -151,8 +156,11 @@ func TestClaims(t *testing.T) {
 // replaces all of its stored scores (a dropped metric disappears), digests
 // round-trip, and NaN is stored as NULL and read back as NaN.
 func TestScoresReplaceAndDigest(t *testing.T) {
+	engines(t, func(t *testing.T, newPath func() string) { testScoresReplaceAndDigest(t, openAt(t, newPath())) })
+}
+
+func testScoresReplaceAndDigest(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
 	g := gen(1)
 	base := Score{GenKey: g.Key, Task: "t", SampleID: "1", SettingKey: ".", Budget: 8, Digest: "d1"}
 	em, f1 := base, base

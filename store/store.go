@@ -95,7 +95,7 @@ var migrations = []string{
 
 // Store is an open results store.
 type Store struct {
-	db       *sql.DB
+	db       *conn
 	path     string
 	readOnly bool
 }
@@ -106,6 +106,9 @@ type Store struct {
 // one write-locked transaction, so processes that open a new store together
 // migrate it once.
 func Open(ctx context.Context, path string) (*Store, error) {
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, false)
+	}
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so a transaction that reads before it writes never fails
 	// with a busy snapshot; it waits (busy_timeout) for the lock instead.
@@ -115,7 +118,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, path: path}
+	s := &Store{db: &conn{DB: db}, path: path}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -132,6 +135,9 @@ var ErrNoStore = errors.New("no store")
 // read-only file or directory. A store whose schema is older than this
 // tally's is refused with a message saying which command upgrades it.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if IsPostgres(path) {
+		return openPostgres(ctx, path, true)
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("store %s does not exist (%w; read-only commands never create one)", path, ErrNoStore)
@@ -167,27 +173,38 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			lastErr = err
 			continue
 		}
-		switch {
-		case v > len(migrations):
+		if err := checkReadOnlyVersion(v, len(migrations)); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("open store %s: schema version %d is newer than this tally (%d): upgrade tally", path, v, len(migrations))
-		case v == 0:
-			db.Close()
-			return nil, fmt.Errorf("open store %s: not a tally store (empty or no schema)", path)
-		case v < len(migrations):
-			db.Close()
-			return nil, fmt.Errorf("open store %s: schema version %d is older than this tally's (%d); a writing command (tally rescore with the same flags) upgrades it", path, v, len(migrations))
+			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
-		return &Store{db: db, path: path, readOnly: true}, nil
+		return &Store{db: &conn{DB: db}, path: path, readOnly: true}, nil
 	}
 	return nil, fmt.Errorf("open store %s read-only: %w", path, lastErr)
+}
+
+// checkReadOnlyVersion says why a store of schema version v cannot be read
+// by a binary that knows n migrations without migrating it (nil if it can).
+func checkReadOnlyVersion(v, n int) error {
+	switch {
+	case v > n:
+		return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, n)
+	case v == 0:
+		return fmt.Errorf("not a tally store (empty or no schema)")
+	case v < n:
+		return fmt.Errorf("schema version %d is older than this tally's (%d); a writing command (tally rescore with the same flags) upgrades it", v, n)
+	}
+	return nil
 }
 
 // ReadOnly reports whether the store was opened with OpenReadOnly.
 func (s *Store) ReadOnly() bool { return s.readOnly }
 
-// Path is the file the store lives in.
-func (s *Store) Path() string { return s.path }
+// Path is where the store lives: its file, or its PostgreSQL URL with
+// any password removed.
+func (s *Store) Path() string { return Redact(s.path) }
+
+// Postgres reports whether the store is a PostgreSQL database.
+func (s *Store) Postgres() bool { return s.db.eng == postgresEngine }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
@@ -222,7 +239,7 @@ func isBusy(err error) bool {
 // transaction, re-reading the version once the lock is held, so concurrent
 // openers serialise and each migration runs once.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
@@ -255,7 +272,7 @@ type Sample struct {
 
 // PutSamples inserts or replaces samples in one transaction.
 func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
 			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
 		if err != nil {
@@ -263,7 +280,7 @@ func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
 		}
 		defer st.Close()
 		for _, x := range samples {
-			if _, err := st.ExecContext(ctx, x.Task, x.ID, x.Prompt, nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+			if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
 				return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
 			}
 		}
@@ -355,7 +372,7 @@ func (x Score) Key() ScoreKey {
 // at all.
 func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []Score) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
 			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
@@ -368,9 +385,9 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 		}
 		defer gst.Close()
 		for _, g := range gens {
-			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, g.Text,
+			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
 				packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
-				g.Continued, g.Imported, g.GenSeconds, g.RunID, now); err != nil {
+				g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
 				return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
 			}
 		}
@@ -382,10 +399,10 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 // (generation, sample, setting, budget) present replace every score stored
 // for it, so a metric the task no longer names disappears.
 func (s *Store) PutScores(ctx context.Context, scores []Score) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return putScores(ctx, tx, scores) })
+	return s.tx(ctx, func(tx *txn) error { return putScores(ctx, tx, scores) })
 }
 
-func putScores(ctx context.Context, tx *sql.Tx, scores []Score) error {
+func putScores(ctx context.Context, tx *txn, scores []Score) error {
 	if len(scores) == 0 {
 		return nil
 	}
@@ -419,7 +436,7 @@ func putScores(ctx context.Context, tx *sql.Tx, scores []Score) error {
 			v = nil
 		}
 		if _, err := st.ExecContext(ctx, x.GenKey, x.Task, x.SampleID, x.Setting, x.SettingKey, x.Budget, x.Metric,
-			v, x.Prediction, x.RunID, x.Digest); err != nil {
+			v, tx.eng.text(x.Prediction), x.RunID, x.Digest); err != nil {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
@@ -432,7 +449,7 @@ func (s *Store) DeleteScores(ctx context.Context, keys []ScoreKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		for _, k := range keys {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM scores WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`,
 				k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
@@ -506,10 +523,12 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 		var g Generation
 		var ids, offs []byte
 		var stops string
+		var imported int
 		if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &ids, &offs,
-			&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
+			&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
 			return "", err
 		}
+		g.Imported = imported != 0
 		if want[g.Key] {
 			g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
 			out[g.Key] = g
@@ -630,13 +649,14 @@ type Run struct {
 
 // StartRun records the start of a run and returns its id.
 func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
-		VALUES(?,?,?,?,?,?,?,?,'running')`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
-		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint)
+	var id int64
+	err := s.db.QueryRowContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
+		VALUES(?,?,?,?,?,?,?,?,'running') RETURNING id`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
+		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("record run: %w", err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // FinishRun records how a run ended and what it measured.
@@ -687,18 +707,32 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 	return out, rows.Err()
 }
 
-func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
+// lost connection or server is run again from its start.
+func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
+	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+}
+
+func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {
+	tx, err := s.db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	if err := f(tx); err != nil {
+	t := &txn{Tx: tx, eng: s.db.eng}
+	if err := f(t); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nullJSON(b json.RawMessage) string {

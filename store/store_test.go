@@ -7,16 +7,35 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"tally/internal/pgtest"
 )
 
 func openTemp(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	return openAt(t, filepath.Join(t.TempDir(), "t.db"))
+}
+
+func openAt(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// engines runs a test against each engine: SQLite, and PostgreSQL when a
+// test server is named (pgtest skips that part, saying so, otherwise).
+// newPath returns the location of a new, empty store.
+func engines(t *testing.T, test func(t *testing.T, newPath func() string)) {
+	t.Run("sqlite", func(t *testing.T) {
+		test(t, func() string { return filepath.Join(t.TempDir(), "t.db") })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		test(t, func() string { return pgtest.NewDatabase(t) })
+	})
 }
 
 func gen(i int) Generation {
@@ -27,9 +46,11 @@ func gen(i int) Generation {
 	}
 }
 
-func TestRoundTripAndReopen(t *testing.T) {
+func TestRoundTripAndReopen(t *testing.T) { engines(t, testRoundTripAndReopen) }
+
+func testRoundTripAndReopen(t *testing.T, newPath func() string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "t.db")
+	path := newPath()
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -89,8 +110,13 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestThroughput(t *testing.T) {
+	engines(t, func(t *testing.T, newPath func() string) {
+		testThroughput(t, openAt(t, newPath()))
+	})
+}
+
+func testThroughput(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
 	if _, ok, _ := s.Throughput(ctx, "fp"); ok {
 		t.Fatal("throughput before any run")
 	}

@@ -76,7 +76,7 @@ func newImportCmd() *cobra.Command {
 			if f.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": len(gens), "model": fp, "task": job.Task})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d generations of task %s as model %s into %s\n", len(gens), job.Task, fp, f.storePath)
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d generations of task %s as model %s into %s\n", len(gens), job.Task, fp, store.Redact(f.storePath))
 			return nil
 		},
 	}

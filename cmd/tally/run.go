@@ -57,7 +57,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
-	fl.StringVar(&f.storePath, "store", "tally.db", "results store (SQLite file)")
+	fl.StringVar(&f.storePath, "store", defaultStore(), "results store: a SQLite file, or a PostgreSQL URL postgres://… shared by workers (default from $TALLY_STORE, else tally.db)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight at once (native: batch size; default 8)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
@@ -69,6 +69,16 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
+}
+
+// defaultStore is the store used when --store is not given: $TALLY_STORE
+// (how a cluster's workers are pointed at one PostgreSQL store), else
+// ./tally.db.
+func defaultStore() string {
+	if v := os.Getenv("TALLY_STORE"); v != "" {
+		return v
+	}
+	return "tally.db"
 }
 
 // validate checks the numeric flags: each, when given, must be positive.
@@ -262,7 +272,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	if name == "rerun" && plan.Counts[generate.Missing] == countCells(plan) {
-		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", f.storePath)
+		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", store.Redact(f.storePath))
 	}
 	if !f.json {
 		printPlan(stderr, plan)

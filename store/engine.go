@@ -1,0 +1,219 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The store speaks to two SQL engines through database/sql: SQLite (the
+// embedded default: modernc.org/sqlite, pure Go) and PostgreSQL (the shared
+// store for runs sharded over machines: github.com/jackc/pgx/v5/stdlib). The
+// SQL is written once, with "?" placeholders; for PostgreSQL they are
+// rewritten to "$1, $2, …" as each statement is issued. Only the schema
+// (types) and the bookkeeping of the schema version differ by engine.
+
+// engine names a SQL engine.
+type engine int
+
+const (
+	sqliteEngine engine = iota
+	postgresEngine
+)
+
+// IsPostgres reports whether a --store value names a PostgreSQL store
+// (a postgres:// or postgresql:// URL) rather than a SQLite file.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Redact returns a store location fit to print: a PostgreSQL URL without
+// its password; a file path unchanged.
+func Redact(dsn string) string {
+	if !IsPostgres(dsn) {
+		return dsn
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
+}
+
+// text is the argument that stores model text (a prompt, a continuation,
+// a prediction): a string for SQLite, bytes for PostgreSQL, whose columns
+// for it are BYTEA (TEXT cannot hold a NUL byte, which a model may emit).
+// Either reads back into a string.
+func (e engine) text(s string) any {
+	if e == postgresEngine {
+		return []byte(s)
+	}
+	return s
+}
+
+// conn is a database handle that rewrites placeholders for its engine.
+type conn struct {
+	*sql.DB
+	eng engine
+}
+
+// rebind rewrites "?" placeholders (outside quoted strings) to "$n" for
+// PostgreSQL.
+func (e engine) rebind(q string) string {
+	if e != postgresEngine || !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	quoted := false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+			b.WriteByte(c)
+		case c == '?' && !quoted:
+			n++
+			b.WriteByte('$')
+			b.WriteString(itoa(n))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// QueryContext runs a query with the engine's placeholders.
+func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	err := c.eng.retry(ctx, func() (err error) {
+		rows, err = c.DB.QueryContext(ctx, c.eng.rebind(q), args...)
+		return err
+	})
+	return rows, err
+}
+
+// QueryRowContext runs a one-row query with the engine's placeholders.
+func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	var row *sql.Row
+	c.eng.retry(ctx, func() error {
+		row = c.DB.QueryRowContext(ctx, c.eng.rebind(q), args...)
+		return row.Err()
+	})
+	return row
+}
+
+// ExecContext runs a statement with the engine's placeholders.
+func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := c.eng.retry(ctx, func() (err error) {
+		res, err = c.DB.ExecContext(ctx, c.eng.rebind(q), args...)
+		return err
+	})
+	return res, err
+}
+
+// txn is a transaction that rewrites placeholders for its engine.
+type txn struct {
+	*sql.Tx
+	eng engine
+}
+
+// QueryContext runs a query in the transaction.
+func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, t.eng.rebind(q), args...)
+}
+
+// QueryRowContext runs a one-row query in the transaction.
+func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, t.eng.rebind(q), args...)
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, t.eng.rebind(q), args...)
+}
+
+// PrepareContext prepares a statement in the transaction.
+func (t *txn) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
+	return t.Tx.PrepareContext(ctx, t.eng.rebind(q))
+}
+
+// retryFor bounds how long a PostgreSQL store waits out a lost server (a
+// restart, a fail-over) before an operation fails.
+const retryFor = 2 * time.Minute
+
+// transient reports whether a PostgreSQL error is the server or the
+// connection going away (or a serialisation conflict), so that the
+// operation may be run again on a new connection.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "57P"),      // admin shutdown, crash shutdown, cannot connect now
+			pe.Code == "40001", pe.Code == "40P01": // serialisation failure, deadlock
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"conn closed", "connection refused", "connection reset", "broken pipe", "unexpected EOF", "server closed", "failed to connect", "driver: bad connection"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retry runs f, and for PostgreSQL runs it again with back-off while it
+// fails transiently, for up to retryFor. Every statement the store issues
+// is an upsert, a delete or a read, so running one again is safe.
+func (e engine) retry(ctx context.Context, f func() error) error {
+	err := f()
+	if e != postgresEngine || !transient(err) {
+		return err
+	}
+	deadline := time.Now().Add(retryFor)
+	wait := 50 * time.Millisecond
+	for transient(err) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+		err = f()
+	}
+	return err
+}
