@@ -31,7 +31,7 @@ func newLsCmd() *cobra.Command {
 			if _, err := os.Stat(storePath); err != nil {
 				return fmt.Errorf("ls: store %s: %w", storePath, err)
 			}
-			st, err := store.Open(ctx, storePath)
+			st, err := store.OpenReadOnly(ctx, storePath)
 			if err != nil {
 				return err
 			}

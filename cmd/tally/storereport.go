@@ -49,7 +49,7 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if _, err := os.Stat(f.storePath); err != nil {
 		return fmt.Errorf("report: store %s: %w", f.storePath, err)
 	}
-	st, err := store.Open(ctx, f.storePath)
+	st, err := store.OpenReadOnly(ctx, f.storePath)
 	if err != nil {
 		return err
 	}
