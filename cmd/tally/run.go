@@ -44,7 +44,7 @@ type runFlags struct {
 	// Model flags for server backends and instruct models (model.go).
 	baseURL, modelRevision string
 	chat                   bool
-	outputPath  string
+	outputPath             string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
