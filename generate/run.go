@@ -52,6 +52,9 @@ type Options struct {
 	// that processes sharing a store pull work in portions (default
 	// max(16, 4 × the backend's slots)).
 	ClaimBatch int
+	// Model is the model as the user named it, recorded with the worker
+	// entry that lists this process in the store (tally ls).
+	Model string
 }
 
 // DefaultLease is how long a work claim holds without renewal.
@@ -85,6 +88,9 @@ type Summary struct {
 	FailedSamples string                             `json:"failed_samples"`
 	// GenSeconds is the time spent in model work (for throughput).
 	GenSeconds float64 `json:"-"`
+	// ClaimSeconds is the time spent claiming work and looking at what
+	// peers stored (the cost of sharing the store).
+	ClaimSeconds float64 `json:"-"`
 	// Overflowed names the samples (task/id) whose prompt did not fit the
 	// model's context; they are stored with finish reason "context".
 	Overflowed []string `json:"-"`
@@ -170,6 +176,11 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		opt.Progress.Start(len(pending))
 		defer opt.Progress.Finish()
 	}
+	host, _ := os.Hostname()
+	if err := st.RegisterWorker(ctx, store.Worker{ID: opt.Owner, Host: host, PID: os.Getpid(), RunID: opt.RunID,
+		Model: opt.Model, Fingerprint: p.Fingerprint, Lease: opt.Lease}); err != nil {
+		return sum, err
+	}
 	renewCtx, stopRenew := context.WithCancel(context.Background())
 	renewed := make(chan struct{})
 	go func() {
@@ -185,10 +196,16 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			}
 		}
 	}()
+	var runErr error
 	defer func() {
 		stopRenew()
 		<-renewed
 		st.Release(context.Background(), opt.Owner, nil)
+		status := store.WorkerDone
+		if runErr != nil {
+			status = store.WorkerStopped
+		}
+		st.EndWorker(context.Background(), opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
 	}()
 
 	tp, _ := opt.Progress.(TokenProgress)
@@ -197,17 +214,28 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	}
 	genStart := time.Now()
 	ctxLen := be.ContextLength()
-	var runErr error
+	// Work is claimed from a window of the pending keys at a time (so that
+	// a claim and a look at what peers stored cost the same for any size of
+	// run); the window moves on when it holds nothing this process can
+	// claim, and once every window has been looked at without progress,
+	// the process waits for its live peers.
+	window := max(4*opt.ClaimBatch, 64)
+	off, idle := 0, 0
 	for len(pending) > 0 && runErr == nil {
-		keys := make([]string, 0, len(pending))
-		seen := map[string]bool{}
-		for _, it := range pending {
-			if !seen[it.Key] {
-				seen[it.Key] = true
-				keys = append(keys, it.Key)
+		if off >= len(pending) {
+			off = 0
+		}
+		keys := make([]string, 0, window)
+		inWin := map[string]bool{}
+		for i := off; i < len(pending) && len(keys) < window; i++ {
+			if k := pending[i].Key; !inWin[k] {
+				inWin[k] = true
+				keys = append(keys, k)
 			}
 		}
+		t0 := time.Now()
 		cr, err := st.Claim(ctx, opt.Owner, keys, opt.ClaimBatch, opt.Lease)
+		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
 			runErr = err
 			break
@@ -219,14 +247,20 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		}
 		// What is stored now: a peer may have finished some of this work
 		// since the plan was made (or since the last look).
+		t0 = time.Now()
 		now, err := st.Generations(ctx, p.Fingerprint, keys)
+		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
 			runErr = err
 			break
 		}
-		var run, wait, done []*Item
+		var run, done, rest []*Item
 		var release []string
 		for _, it := range pending {
+			if !inWin[it.Key] {
+				rest = append(rest, it)
+				continue
+			}
 			g, ok := now[it.Key]
 			if ok && (it.Stored == nil || g.NTokens != it.Stored.NTokens || g.Finish != it.Stored.Finish || g.Continued != it.Stored.Continued) {
 				// A peer stored (or extended) it: take what it made, and
@@ -244,7 +278,7 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			if mine[it.Key] {
 				run = append(run, it)
 			} else {
-				wait = append(wait, it)
+				rest = append(rest, it)
 			}
 		}
 		if len(release) > 0 {
@@ -272,16 +306,35 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				break
 			}
 		}
-		if len(run) > 0 {
-			runErr = runBatch(ctx, st, be, p, run, opt, &sum)
-		} else if len(wait) > 0 {
-			select {
-			case <-ctx.Done():
-				runErr = ctx.Err()
-			case <-time.After(opt.Poll):
+		// rest keeps pending's order: the window's leftovers (held by
+		// peers) stay where the window began.
+		winItems := 0
+		for _, it := range rest {
+			if inWin[it.Key] {
+				winItems++
 			}
 		}
-		pending = wait
+		pending = rest
+		switch {
+		case len(run) > 0:
+			idle = 0
+			runErr = runBatch(ctx, st, be, p, run, opt, &sum)
+		case len(done) > 0:
+			idle = 0
+		default:
+			// Nothing here for this process: look at the next window, and
+			// wait once all of them were looked at in vain.
+			off += winItems
+			idle += winItems
+			if idle >= len(pending) {
+				idle, off = 0, 0
+				select {
+				case <-ctx.Done():
+					runErr = ctx.Err()
+				case <-time.After(opt.Poll):
+				}
+			}
+		}
 	}
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()

@@ -30,24 +30,124 @@ type ClaimResult struct {
 	TakenOver int
 }
 
-// Claim claims, for owner and for lease from now, at most limit (all when
-// limit <= 0) of the keys that are not held by another owner with an
-// unexpired lease, in the order given.
+// nowMS is the SQL expression for the database's clock in Unix
+// milliseconds. Leases and heartbeats are stamped and compared with it, never
+// with a worker's own clock, so that workers on machines whose clocks
+// disagree still agree on which leases have expired. (PostgreSQL's now() is
+// the start of the transaction; SQLite's 'now' is that of the statement.)
+func (e engine) nowMS() string {
+	if e == postgresEngine {
+		return `(EXTRACT(EPOCH FROM now())*1000)::BIGINT`
+	}
+	return `CAST(unixepoch('subsec')*1000 AS INTEGER)`
+}
+
+// Now returns the database's clock (see nowMS).
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var ms int64
+	if err := s.db.QueryRowContext(ctx, `SELECT `+s.db.eng.nowMS()).Scan(&ms); err != nil {
+		return time.Time{}, fmt.Errorf("read the database clock: %w", err)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// Claim claims, for owner and for lease from now (by the database's clock),
+// at most limit (all when limit <= 0) of the keys that are not held by
+// another owner with an unexpired lease, in the order given.
 func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
 	var res ClaimResult
 	if len(keys) == 0 {
 		return res, nil
 	}
-	now := time.Now()
-	exp := now.Add(lease).UnixMilli()
+	uniq := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, k)
+		}
+	}
+	if limit <= 0 {
+		limit = len(uniq)
+	}
+	var err error
+	if s.db.eng == postgresEngine {
+		res, err = s.pgClaim(ctx, owner, uniq, limit, lease)
+	} else {
+		res, err = s.sqliteClaim(ctx, owner, uniq, limit, lease)
+	}
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claim work: %w", err)
+	}
+	return res, nil
+}
+
+// pgClaimLock is the first half of the transaction-scoped advisory locks
+// that claimers take on the keys they are about to claim (the second half
+// is a hash of the key): a key another worker is claiming at this instant
+// is skipped, as SELECT … FOR UPDATE SKIP LOCKED skips a locked row, rather
+// than waited for.
+const pgClaimLock int32 = 0x7a11
+
+// pgClaim claims in one statement: the first limit keys that no live peer
+// holds and no peer is claiming right now are upserted. Should two workers
+// still race for a key (a hash collision of the lock), the upsert of the
+// later one re-checks the row it waited for and skips it.
+func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+	var res ClaimResult
+	now := s.db.eng.nowMS()
+	q := `WITH cand AS (
+			SELECT u.k, u.ord FROM unnest(?::text[]) WITH ORDINALITY AS u(k, ord)
+			WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.gen_key = u.k AND c.owner <> ? AND c.expires_at > ` + now + `)
+			AND pg_try_advisory_xact_lock(?, hashtext(u.k))
+			ORDER BY u.ord LIMIT ?),
+		old AS (SELECT c.gen_key, c.owner FROM claims c JOIN cand ON c.gen_key = cand.k)
+		INSERT INTO claims(gen_key, owner, expires_at)
+		SELECT cand.k, ?, ` + now + ` + ? FROM cand ORDER BY cand.ord
+		ON CONFLICT(gen_key) DO UPDATE SET owner=excluded.owner, expires_at=excluded.expires_at
+		WHERE claims.owner=excluded.owner OR claims.expires_at <= ` + now + `
+		RETURNING gen_key, COALESCE((SELECT old.owner FROM old WHERE old.gen_key = claims.gen_key), '')`
+	err := s.db.eng.retry(ctx, func() error {
+		res = ClaimResult{}
+		rows, err := s.db.DB.QueryContext(ctx, s.db.eng.rebind(q), keys, owner, pgClaimLock, limit, owner, lease.Milliseconds())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k, prev string
+			if err := rows.Scan(&k, &prev); err != nil {
+				return err
+			}
+			if prev != "" && prev != owner {
+				res.TakenOver++
+			}
+			res.Claimed = append(res.Claimed, k)
+		}
+		return rows.Err()
+	})
+	return res, err
+}
+
+// sqliteClaim claims key by key inside one transaction, which holds
+// SQLite's write lock from its start (check-and-claim is atomic across
+// processes).
+func (s *Store) sqliteClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+	var res ClaimResult
 	err := s.tx(ctx, func(tx *txn) error {
+		res = ClaimResult{}
+		var now int64
+		if err := tx.QueryRowContext(ctx, `SELECT `+tx.eng.nowMS()).Scan(&now); err != nil {
+			return fmt.Errorf("read the database clock: %w", err)
+		}
+		exp := now + lease.Milliseconds()
 		sel, err := tx.PrepareContext(ctx, `SELECT owner, expires_at FROM claims WHERE gen_key=?`)
 		if err != nil {
 			return err
 		}
 		defer sel.Close()
 		// One upsert that takes a free, own or expired claim and leaves a
-		// live peer's alone (the same statement works in PostgreSQL).
+		// live peer's alone.
 		up, err := tx.PrepareContext(ctx, `INSERT INTO claims(gen_key, owner, expires_at) VALUES(?,?,?)
 			ON CONFLICT(gen_key) DO UPDATE SET owner=excluded.owner, expires_at=excluded.expires_at
 			WHERE claims.owner=excluded.owner OR claims.expires_at <= ?`)
@@ -55,13 +155,8 @@ func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit in
 			return err
 		}
 		defer up.Close()
-		seen := map[string]bool{}
 		for _, k := range keys {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if limit > 0 && len(res.Claimed) >= limit {
+			if len(res.Claimed) >= limit {
 				break
 			}
 			var cur string
@@ -70,10 +165,10 @@ func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit in
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
 				return fmt.Errorf("read claim %s: %w", k, err)
-			case cur != owner && curExp > now.UnixMilli():
+			case cur != owner && curExp > now:
 				continue // held by a live peer
 			}
-			r, err := up.ExecContext(ctx, k, owner, exp, now.UnixMilli())
+			r, err := up.ExecContext(ctx, k, owner, exp, now)
 			if err != nil {
 				return fmt.Errorf("claim %s: %w", k, err)
 			}
@@ -87,15 +182,21 @@ func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit in
 		}
 		return nil
 	})
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claim work: %w", err)
-	}
-	return res, nil
+	return res, err
 }
 
-// Renew extends the lease of every claim the owner holds to lease from now.
+// Renew extends the lease of every claim the owner holds to lease from now
+// (by the database's clock) and records a heartbeat for the owner's worker
+// entry, if it registered one.
 func (s *Store) Renew(ctx context.Context, owner string, lease time.Duration) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE claims SET expires_at=? WHERE owner=?`, time.Now().Add(lease).UnixMilli(), owner)
+	now := s.db.eng.nowMS()
+	err := s.tx(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at=`+now+`+? WHERE owner=?`, lease.Milliseconds(), owner); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE workers SET heartbeat_at=`+now+`, lease_ms=? WHERE id=?`, lease.Milliseconds(), owner)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("renew claims: %w", err)
 	}
@@ -128,7 +229,11 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 // by key (for tests and diagnostics).
 func (s *Store) Claimants(ctx context.Context, keys []string) (map[string]string, error) {
 	out := map[string]string{}
-	now := time.Now().UnixMilli()
+	t, err := s.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := t.UnixMilli()
 	for _, k := range keys {
 		var owner string
 		var exp int64

@@ -84,6 +84,19 @@ var pgMigrations = []string{
 		expires_at BIGINT NOT NULL
 	);
 	CREATE INDEX claims_owner ON claims(owner);`,
+	`CREATE TABLE workers (
+		id TEXT PRIMARY KEY,
+		host TEXT NOT NULL,
+		pid BIGINT NOT NULL,
+		run_id BIGINT,
+		model TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		status TEXT NOT NULL,
+		lease_ms BIGINT NOT NULL,
+		started_at BIGINT NOT NULL,
+		heartbeat_at BIGINT NOT NULL,
+		generated BIGINT NOT NULL DEFAULT 0
+	);`,
 }
 
 // pgLockID is the advisory lock that serialises migrations across every

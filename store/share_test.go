@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -186,5 +187,72 @@ func testScoresReplaceAndDigest(t *testing.T, s *Store) {
 	got, _ = s.ScoresFor(ctx, []string{g.Key})
 	if len(got) != 1 || got[0].Metric != "em" || got[0].Digest != "d2" {
 		t.Fatalf("after replace %+v", got)
+	}
+}
+
+// TestWorkersAndClaims: claims are stamped by the database's clock, a
+// registered worker and the claims it holds are listed, a peer's live
+// claims are left alone and its expired ones taken over, on both engines.
+func TestWorkersAndClaims(t *testing.T) { engines(t, testWorkersAndClaims) }
+
+func testWorkersAndClaims(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s, err := Open(ctx, newPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now, err := s.Now(ctx)
+	if err != nil || now.Sub(time.Now()).Abs() > time.Minute {
+		t.Fatalf("database clock %v (%v), local %v", now, err, time.Now())
+	}
+	keys := []string{"a", "b", "c", "d", "e", "a"}
+	for _, w := range []Worker{{ID: "w1", Host: "h1", PID: 1, Model: "m", Fingerprint: "fp", Lease: time.Minute},
+		{ID: "w2", Host: "h2", PID: 2, Model: "m", Fingerprint: "fp", Lease: 40 * time.Millisecond}} {
+		if err := s.RegisterWorker(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1, err := s.Claim(ctx, "w1", keys, 2, time.Minute)
+	if err != nil || !reflect.DeepEqual(r1.Claimed, []string{"a", "b"}) {
+		t.Fatalf("w1 claimed %v (%v), want a b", r1.Claimed, err)
+	}
+	r2, err := s.Claim(ctx, "w2", keys, 0, 40*time.Millisecond)
+	if err != nil || !reflect.DeepEqual(r2.Claimed, []string{"c", "d", "e"}) {
+		t.Fatalf("w2 claimed %v (%v), want c d e", r2.Claimed, err)
+	}
+	v, err := s.Workers(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Active) != 2 || v.Claimed != 5 || v.Active[0].ID != "w1" || v.Active[0].Claims != 2 || !v.Active[0].Live ||
+		v.Active[0].Host != "h1" || v.Active[0].LeaseExpiry.Before(v.Now) {
+		t.Errorf("workers %+v", v)
+	}
+	time.Sleep(80 * time.Millisecond) // w2's lease and heartbeat lapse
+	r3, err := s.Claim(ctx, "w3", keys, 0, time.Minute)
+	if err != nil || !reflect.DeepEqual(r3.Claimed, []string{"c", "d", "e"}) || r3.TakenOver != 3 {
+		t.Fatalf("w3 claimed %+v (%v), want c d e taken over", r3, err)
+	}
+	if err := s.Renew(ctx, "w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "w1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndWorker(ctx, "w1", WorkerDone, 2); err != nil {
+		t.Fatal(err)
+	}
+	v, err = s.Workers(ctx, "fp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// w1 left, w2 died (no claims left), w3 never registered (not of fp).
+	if len(v.Active) != 0 || v.Finished != 1 || v.Dead != 1 {
+		t.Errorf("after: %+v", v)
+	}
+	v, _ = s.Workers(ctx, "")
+	if len(v.Active) != 1 || v.Active[0].ID != "w3" || v.Active[0].Claims != 3 || v.Active[0].Live {
+		t.Errorf("unfiltered after: %+v", v)
 	}
 }

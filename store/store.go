@@ -91,6 +91,21 @@ var migrations = []string{
 		expires_at INTEGER NOT NULL
 	);
 	CREATE INDEX claims_owner ON claims(owner);`,
+	// 3: workers register themselves (identity, host, heartbeat) so that
+	// tally ls and plan show who holds the claims.
+	`CREATE TABLE workers (
+		id TEXT PRIMARY KEY,
+		host TEXT NOT NULL,
+		pid INTEGER NOT NULL,
+		run_id INTEGER,
+		model TEXT NOT NULL,
+		fingerprint TEXT NOT NULL,
+		status TEXT NOT NULL,
+		lease_ms INTEGER NOT NULL,
+		started_at INTEGER NOT NULL,
+		heartbeat_at INTEGER NOT NULL,
+		generated INTEGER NOT NULL DEFAULT 0
+	);`,
 }
 
 // Store is an open results store.
@@ -618,7 +633,7 @@ func (s *Store) ScoresFor(ctx context.Context, genKeys []string) ([]Score, error
 // Counts returns the number of rows in each table, for checks and tests.
 func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	for _, t := range []string{"runs", "samples", "generations", "scores", "claims"} {
+	for _, t := range []string{"runs", "samples", "generations", "scores", "claims", "workers"} {
 		var n int
 		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count %s: %w", t, err)
