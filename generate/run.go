@@ -71,7 +71,9 @@ type Summary struct {
 	GenerationsByPeers int `json:"generations_by_peers"`
 	// ClaimsTakenOver counts work claims taken over from a process whose
 	// lease expired (it died).
-	ClaimsTakenOver int     `json:"claims_taken_over"`
+	ClaimsTakenOver int `json:"claims_taken_over"`
+	// Worker is the worker id of a tally run --worker.
+	Worker          string  `json:"worker,omitempty"`
 	GeneratedTokens int     `json:"generated_tokens"`
 	PromptTokens    int     `json:"prompt_tokens"`
 	Errors          int     `json:"errors"`
@@ -345,9 +347,16 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 // random suffix.
 func NewOwner() string {
 	host, _ := os.Hostname()
+	return NewOwnerNamed(host)
+}
+
+// NewOwnerNamed returns a claim owner id for this process under a worker
+// name: name, pid and a random suffix (unique even when several workers
+// share a name).
+func NewOwnerNamed(name string) string {
 	var b [6]byte
 	rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s/%d/%s", name, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // runBatch runs the items (claimed by this process) on the backend and

@@ -46,6 +46,9 @@ type summary struct {
 	GenerationsContinued int                                      `json:"generations_continued"`
 	GeneratedTokens      int                                      `json:"generated_tokens"`
 	Errors               int                                      `json:"errors"`
+	GenerationsByPeers   int                                      `json:"generations_by_peers"`
+	ClaimsTakenOver      int                                      `json:"claims_taken_over"`
+	Worker               string                                   `json:"worker"`
 	Scores               map[string]map[string]map[string]float64 `json:"scores"`
 }
 

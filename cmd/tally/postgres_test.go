@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,12 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"tally/internal/pgtest"
+	"tally/store"
 )
 
 // These tests cover issue 15 (one run shared by many workers on a
@@ -72,46 +77,130 @@ func runWorkers(n int, env []string, args ...string) ([]summary, error) {
 func TestPostgresWorkers(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	ref, _ := runTally(t, built, append(pgWork, "--store", filepath.Join(t.TempDir(), "ref.db"), "--json")...)
-	res := workers(t, 4, []string{"TALLY_STORE=" + dsn}, append(pgWork, "--json")...)
+	res := workers(t, 4, []string{"TALLY_STORE=" + dsn}, append(pgWork, "--worker", "--json")...)
 	total := 0
+	ids := map[string]bool{}
 	for i, r := range res {
 		total += r.GenerationsNew
+		ids[r.Worker] = true
 		if !reflect.DeepEqual(r.Scores, ref.Scores) {
 			t.Errorf("worker %d scores %v, want those of one SQLite run %v", i, r.Scores, ref.Scores)
 		}
 	}
-	if n := storeCounts(t, dsn); total != 16 || n["generations"] != 16 || n["claims"] != 0 {
-		t.Errorf("%d generations made in total, store %v; want 16, each once, and no claims left", total, n)
+	if n := storeCounts(t, dsn); total != 16 || n["generations"] != 16 || n["claims"] != 0 || n["workers"] != 4 {
+		t.Errorf("%d generations made in total, store %v; want 16, each once, no claims left, 4 workers", total, n)
 	}
+	if len(ids) != 4 || ids[""] {
+		t.Errorf("worker ids %v, want 4 distinct", ids)
+	}
+	v := workerView(t, dsn)
+	if len(v.Active) != 0 || v.Finished != 4 {
+		t.Errorf("workers after the run: %+v, want 4 finished", v)
+	}
+}
+
+// workerView reads the workers of a store.
+func workerView(t *testing.T, dsn string) store.WorkerView {
+	t.Helper()
+	st, err := store.OpenReadOnly(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := st.Workers(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestPostgresKilledWorker: a worker SIGKILLed at ten random instants of a
 // run, each time started again (as a Job's pod or an array task is) with
 // another worker beside it, leaves a store that a last worker completes:
-// nothing lost or duplicated, the scores of an uninterrupted run.
+// nothing lost or duplicated, the scores of an uninterrupted run. Workers
+// claim one sample at a time so that each killed worker dies holding a
+// claim, which the others take over once its lease (1s) expires.
 func TestPostgresKilledWorker(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	ref, _ := runTally(t, built, append(pgWork, "--store", filepath.Join(t.TempDir(), "ref.db"), "--json")...)
-	args := append(pgWork, "--store", dsn)
+	work := slices.Concat(pgWork, []string{"--max-tokens", "400", "--claim-batch", "1"})
+	// The reference run goes on beside the kills (it only makes them
+	// slower, which keeps every kill inside the run).
+	refDone := make(chan summary, 1)
+	refDB := filepath.Join(t.TempDir(), "ref.db")
+	go func() {
+		out, err := exec.Command(built, slices.Concat(work, []string{"--store", refDB, "--json"})...).Output()
+		var s summary
+		if err == nil {
+			err = json.Unmarshal(out, &s)
+		}
+		if err != nil {
+			t.Errorf("reference run: %v", err)
+		}
+		refDone <- s
+	}()
+	args := slices.Concat(work, []string{"--store", dsn, "--worker"})
 	r := rand.New(rand.NewPCG(15, 1))
-	peer := exec.Command(built, args...)
-	if err := peer.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var peerOut bytes.Buffer
+	peer := exec.Command(built, slices.Concat(args, []string{"--json"})...)
+	peer.Stdout = &peerOut
+	midRun := 0
 	for i := range 10 {
+		if i == 3 {
+			// The first kills find the victims alone; then a worker
+			// beside them goes on through the rest.
+			if err := peer.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		victim := exec.Command(built, args...)
+		stderr, err := victim.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := victim.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+r.IntN(400)) * time.Millisecond)
+		// The kill lands at a random instant of the victim's first 0.6s
+		// of work (counted from when it says it starts as a worker; its
+		// startup takes a varying time on a loaded machine).
+		started := make(chan bool, 1)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			said := false
+			for sc.Scan() {
+				if !said && strings.Contains(sc.Text(), "tally: worker ") {
+					said = true
+					started <- true
+				}
+			}
+			if !said {
+				started <- false
+			}
+		}()
+		working := <-started
+		time.Sleep(time.Duration(r.IntN(600)) * time.Millisecond)
 		victim.Process.Signal(syscall.SIGKILL)
 		victim.Wait()
-		t.Logf("kill %d: store %v", i+1, storeCounts(t, dsn))
+		n := storeCounts(t, dsn)
+		if working && n["generations"] < 16 {
+			midRun++
+		}
+		t.Logf("kill %d (worker started: %v): store %v", i+1, working, n)
 	}
 	if err := peer.Wait(); err != nil {
 		t.Fatalf("the worker beside the killed ones: %v", err)
 	}
-	last, logs := runTally(t, built, append(args, "--json")...)
+	var ps summary
+	if err := json.Unmarshal(peerOut.Bytes(), &ps); err != nil {
+		t.Fatalf("peer's summary: %v", err)
+	}
+	v := workerView(t, dsn)
+	last, logs := runTally(t, built, slices.Concat(args, []string{"--json"})...)
+	// Figures for issue 15's closing note: how many workers were killed
+	// while registered as working, what the peer took over.
+	t.Logf("10 kills: %d before the run was complete, %d killed while registered as working; the peer generated %d and took over %d claims of killed workers; the last worker generated %d",
+		midRun, v.Dead+len(v.Active), ps.GenerationsNew+ps.GenerationsContinued, ps.ClaimsTakenOver, last.GenerationsNew+last.GenerationsContinued)
+	ref := <-refDone
 	if !reflect.DeepEqual(last.Scores, ref.Scores) {
 		t.Errorf("scores %v, want those of an uninterrupted run %v\n%s", last.Scores, ref.Scores, logs)
 	}

@@ -40,7 +40,11 @@ type runFlags struct {
 	skipBad     bool
 	set         []string
 	lease       time.Duration
-	fs          *pflag.FlagSet
+	claimBatch  int
+	// worker is --worker: "" when not given, else the worker's name
+	// (workerAuto for the host name).
+	worker string
+	fs     *pflag.FlagSet
 	// Model flags for server backends and instruct models (model.go).
 	baseURL, modelRevision string
 	chat                   bool
@@ -69,6 +73,8 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
+	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots))")
+	fl.MarkHidden("claim-batch")
 }
 
 // defaultStore is the store used when --store is not given: $TALLY_STORE
@@ -253,7 +259,34 @@ func newRunCmd(name, short string) *cobra.Command {
 		},
 	}
 	f.register(cmd, defModel, defTasks)
+	f.registerWorker(cmd)
 	return cmd
+}
+
+// workerAuto is the value of a bare --worker: the worker is named after
+// its host.
+const workerAuto = "\x00host"
+
+// registerWorker adds --worker to a command that does model work.
+func (f *runFlags) registerWorker(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.worker, "worker", "", "run as one worker of a run shared through the store (a PostgreSQL URL, or a SQLite file on one machine): "+
+		"register as worker NAME (default: the host name) with a unique id, claim work in portions, heartbeat, take over dead workers' claims, "+
+		"leave once the whole run is stored, and exit 0 even when some samples failed (they are stored; tally plan lists them)")
+	fl.Lookup("worker").NoOptDefVal = workerAuto
+}
+
+// workerID is the claim owner id of this process: for --worker NAME,
+// NAME/pid/random; otherwise the default owner (host/pid/random).
+func (f *runFlags) workerID() string {
+	if f.worker == "" {
+		return ""
+	}
+	name := f.worker
+	if name == workerAuto {
+		name, _ = os.Hostname()
+	}
+	return generate.NewOwnerNamed(name)
 }
 
 func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io.Writer) error {
@@ -286,7 +319,13 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease})
+	owner := f.workerID()
+	if owner != "" {
+		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
+	}
+	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
+		Owner: owner, Model: f.model, ClaimBatch: f.claimBatch})
+	sum.Worker = owner
 	status := "done"
 	if execErr != nil {
 		status = "interrupted"
@@ -333,16 +372,27 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
 		return err
 	}
+	exit := failedExit(res)
+	if owner != "" && exit != nil {
+		// The run is complete: failed samples are stored as such, and a
+		// scheduler restarting this worker would find nothing to do.
+		fmt.Fprintf(stderr, "tally: worker %s: %v (exit status 0: the run is complete)\n", owner, exit)
+		exit = nil
+	}
 	if f.json {
 		if err := writeJSON(stdout, sum); err != nil {
 			return err
 		}
-		return failedExit(res)
+		return exit
+	}
+	if owner != "" {
+		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
+			owner, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsByPeers, sum.ClaimsTakenOver)
 	}
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printScores(stdout, s.jobs, res)
-	return failedExit(res)
+	return exit
 }
 
 // noteRecomputed says on stderr how many (sample, setting) pairs had stale
