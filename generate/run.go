@@ -170,6 +170,9 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 
 	// 2. Model work, shared with any peer process through claims.
 	pending := p.Work()
+	if err := st.PruneClaims(ctx); err != nil {
+		return sum, err
+	}
 	if len(pending) == 0 {
 		sum.Seconds = time.Since(start).Seconds()
 		return sum, nil

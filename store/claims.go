@@ -225,6 +225,17 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 	})
 }
 
+// PruneClaims deletes the claims whose lease has expired (their owners
+// died, possibly between claiming a generation a peer had stored and
+// releasing it): an expired claim binds no one, so this changes nothing
+// but what tally ls shows.
+func (s *Store) PruneClaims(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE expires_at <= `+s.db.eng.nowMS()); err != nil {
+		return fmt.Errorf("prune expired claims: %w", err)
+	}
+	return nil
+}
+
 // Claimants returns the owners of the unexpired claims on the given keys,
 // by key (for tests and diagnostics).
 func (s *Store) Claimants(ctx context.Context, keys []string) (map[string]string, error) {
