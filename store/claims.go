@@ -237,26 +237,27 @@ func (s *Store) PruneClaims(ctx context.Context) error {
 }
 
 // Claimants returns the owners of the unexpired claims on the given keys,
-// by key (for tests and diagnostics).
+// by key.
 func (s *Store) Claimants(ctx context.Context, keys []string) (map[string]string, error) {
 	out := map[string]string{}
-	t, err := s.Now(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now := t.UnixMilli()
-	for _, k := range keys {
-		var owner string
-		var exp int64
-		err := s.db.QueryRowContext(ctx, `SELECT owner, expires_at FROM claims WHERE gen_key=?`, k).Scan(&owner, &exp)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
+	const chunk = 500
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		rows, err := s.db.QueryContext(ctx, `SELECT gen_key, owner FROM claims WHERE expires_at > `+s.db.eng.nowMS()+
+			` AND gen_key IN (`+placeholders(len(part))+`)`, anys(part)...)
 		if err != nil {
-			return nil, fmt.Errorf("read claim %s: %w", k, err)
+			return nil, fmt.Errorf("read claims: %w", err)
 		}
-		if exp > now {
+		for rows.Next() {
+			var k, owner string
+			if err := rows.Scan(&k, &owner); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read claims: %w", err)
+			}
 			out[k] = owner
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("read claims: %w", err)
 		}
 	}
 	return out, nil

@@ -28,8 +28,10 @@ func newLsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if _, err := os.Stat(storePath); err != nil {
-				return fmt.Errorf("ls: store %s: %w", storePath, err)
+			if !store.IsPostgres(storePath) {
+				if _, err := os.Stat(storePath); err != nil {
+					return fmt.Errorf("ls: store %s: %w", storePath, err)
+				}
 			}
 			st, err := store.OpenReadOnly(ctx, storePath)
 			if err != nil {
@@ -40,13 +42,23 @@ func newLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), inv)
+			workers, err := st.Workers(ctx, "")
+			if err != nil {
+				return err
 			}
-			return printInventory(cmd.OutOrStdout(), inv)
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					*store.Inventory
+					Workers store.WorkerView `json:"workers"`
+				}{inv, workers})
+			}
+			if err := printInventory(cmd.OutOrStdout(), inv); err != nil {
+				return err
+			}
+			return printWorkersSection(cmd.OutOrStdout(), workers)
 		},
 	}
-	cmd.Flags().StringVar(&storePath, "store", "tally.db", "results store (SQLite file)")
+	cmd.Flags().StringVar(&storePath, "store", defaultStore(), "results store: a SQLite file or a PostgreSQL URL (default from $TALLY_STORE, else tally.db)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of tables")
 	return cmd
 }

@@ -211,3 +211,51 @@ func TestPostgresKilledWorker(t *testing.T) {
 		t.Errorf("store %v, workers %+v; want 16 generations and no live claims", n, v)
 	}
 }
+
+// TestLsAndPlanShowWorkers: while a worker runs, tally ls lists it (id,
+// host, claims, lease expiry, heartbeat) and tally plan counts the work it
+// holds, on a SQLite file and on PostgreSQL.
+func TestLsAndPlanShowWorkers(t *testing.T) {
+	for _, eng := range []string{"sqlite", "postgres"} {
+		t.Run(eng, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "w.db")
+			if eng == "postgres" {
+				db = pgtest.NewDatabase(t)
+			}
+			work := slices.Concat(pgWork, []string{"--max-tokens", "400", "--claim-batch", "2", "--store", db})
+			w := exec.Command(built, slices.Concat(work, []string{"--worker=lsw"})...)
+			stderr, err := w.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { w.Process.Signal(syscall.SIGKILL); w.Wait() }()
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() && !strings.Contains(sc.Text(), "generating") {
+			}
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			out, err := runTallyErr(built, "ls", "--store", db)
+			host, _ := os.Hostname()
+			if err != nil || !strings.Contains(out, "WORKER") || !strings.Contains(out, "lsw/") || !strings.Contains(out, host) ||
+				!strings.Contains(out, "live") || !strings.Contains(out, "1 live") {
+				t.Errorf("ls while a worker runs: %v\n%s", err, out)
+			}
+			var pj struct {
+				Claimed int            `json:"claimed"`
+				Workers []store.Worker `json:"workers"`
+			}
+			pout, err := exec.Command(built, slices.Concat([]string{"plan"}, work[1:], []string{"--model", "demo", "--tasks", "demo", "--json"})...).Output()
+			if err == nil {
+				err = json.Unmarshal(pout, &pj)
+			}
+			if err != nil || pj.Claimed < 1 || pj.Claimed > 2 || len(pj.Workers) != 1 || pj.Workers[0].Claims < 1 || !pj.Workers[0].Live {
+				t.Errorf("plan while a worker runs: %v %+v\n%s", err, pj, pout)
+			}
+		})
+	}
+}
