@@ -92,7 +92,7 @@ type WorkerView struct {
 // plan. With fingerprint set, only workers of that model (and owners of
 // claims on its generations) are listed.
 func (s *Store) Workers(ctx context.Context, fingerprint string) (WorkerView, error) {
-	var v WorkerView
+	v := WorkerView{Active: []Worker{}}
 	now, err := s.Now(ctx)
 	if err != nil {
 		return v, err

@@ -15,6 +15,7 @@ import (
 
 func newImportCmd() *cobra.Command {
 	f := &runFlags{}
+	var from string
 	cmd := &cobra.Command{
 		Use:   "import [FILE|DIR...]",
 		Short: "Import lm-evaluation-harness files (samples_<task>_*.jsonl, as tally or lm-eval wrote them) into the store",
@@ -25,9 +26,17 @@ func newImportCmd() *cobra.Command {
 			"With FILE or DIR arguments, import stores lm-eval output folders or sample logs as they are, with no task config: " +
 			"files tally wrote with --output-path come back exactly (raw continuations, settings, scores); logs of any other " +
 			"generate_until task come in as imported generations with the metric values the log holds (setting \"lm-eval\"). " +
-			"Then `tally ls` and `tally report --store` show them.",
+			"Then `tally ls` and `tally report --store` show them.\n\n" +
+			"With --from SRC, import copies another tally store (a SQLite file or a PostgreSQL URL) into --store: its runs, samples, " +
+			"generations and scores, as `tally export --store SRC --to STORE` does (with --model, one model's).",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if from != "" {
+				if len(args) > 0 {
+					return fmt.Errorf("import: --from copies a store; pass no files with it")
+				}
+				return copyStore(cmd.Context(), from, f.storePath, f.model, f.json, cmd.OutOrStdout())
+			}
 			if len(args) > 0 {
 				return importFiles(cmd, f, args)
 			}
@@ -81,5 +90,6 @@ func newImportCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd, "", nil)
+	cmd.Flags().StringVar(&from, "from", "", "copy this tally store (a SQLite file or postgres://…) into --store")
 	return cmd
 }

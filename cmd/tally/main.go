@@ -78,6 +78,7 @@ func newRoot() *cobra.Command {
 		newPlanCmd(),
 		newRescoreCmd(),
 		newImportCmd(),
+		newExportCmd(),
 		newCompareCmd(),
 		newReportCmd(),
 		newLsCmd(),

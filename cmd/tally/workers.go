@@ -14,10 +14,10 @@ import (
 // printWorkers writes the workers that are live or hold claims (worker id,
 // host, status, claims held, lease expiry, last heartbeat; times relative
 // to the database's clock, which every worker's leases are stamped by),
-// then counts of the others. Nothing is written when no worker ever
-// registered and no claim is held.
+// then counts of the others. Nothing is written when no worker is live
+// and no claim is held.
 func printWorkers(w io.Writer, v store.WorkerView) error {
-	if len(v.Active) == 0 && v.Finished == 0 && v.Dead == 0 {
+	if len(v.Active) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -71,7 +71,7 @@ func printWorkers(w io.Writer, v store.WorkerView) error {
 // printWorkersSection is printWorkers after a blank line, for the end of
 // tally ls (nothing when there is nothing to show).
 func printWorkersSection(w io.Writer, v store.WorkerView) error {
-	if len(v.Active) == 0 && v.Finished == 0 && v.Dead == 0 {
+	if len(v.Active) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// CopyStats counts what Copy wrote.
+type CopyStats struct {
+	Runs        int `json:"runs"`
+	Samples     int `json:"samples"`
+	Generations int `json:"generations"`
+	Scores      int `json:"scores"`
+}
+
+// copyBatch is how many rows Copy writes per transaction.
+const copyBatch = 1000
+
+// Copy copies the store's runs, samples, generations and scores into dst
+// (a store of either engine), all of them or, with fingerprint set, one
+// model's: its runs, generations and their scores, and the samples of the
+// tasks it generated for. Rows are copied as they are (text, token ids,
+// timestamps, digests), so dst reports exactly what the store reports.
+// Generations, scores and samples replace those with the same keys in dst;
+// runs are added with new ids (the generations and scores that name them
+// follow), except a run dst already holds (same start time, host, command
+// and model), which is reused: copying twice changes nothing. Claims and
+// workers, which describe work in progress, are not copied.
+func (s *Store) Copy(ctx context.Context, dst *Store, fingerprint string) (CopyStats, error) {
+	var st CopyStats
+	runIDs, err := s.copyRuns(ctx, dst, fingerprint, &st)
+	if err != nil {
+		return st, err
+	}
+	if err := s.copySamples(ctx, dst, fingerprint, &st); err != nil {
+		return st, err
+	}
+	if err := s.copyGenerations(ctx, dst, fingerprint, runIDs, &st); err != nil {
+		return st, err
+	}
+	if err := s.copyScores(ctx, dst, fingerprint, runIDs, &st); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// where returns a WHERE clause on fingerprint (column col) and its args.
+func where(col, fingerprint string) (string, []any) {
+	if fingerprint == "" {
+		return "", nil
+	}
+	return " WHERE " + col + "=?", []any{fingerprint}
+}
+
+func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) (map[int64]int64, error) {
+	w, args := where("fingerprint", fingerprint)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
+		generated_tokens,prompt_tokens,gen_seconds,stats FROM runs`+w+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("copy runs: %w", err)
+	}
+	type run struct {
+		id                                                                          int64
+		started                                                                     string
+		finished                                                                    sql.NullString
+		command, config, version, host, backend, model, fingerprint, status, stats string
+		gen, prompt                                                                 int64
+		secs                                                                        float64
+	}
+	var runs []run
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.id, &r.started, &r.finished, &r.command, &r.config, &r.version, &r.host, &r.backend, &r.model,
+			&r.fingerprint, &r.status, &r.gen, &r.prompt, &r.secs, &r.stats); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("copy runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("copy runs: %w", err)
+	}
+	ids := map[int64]int64{}
+	err = dst.tx(ctx, func(tx *txn) error {
+		clear(ids)
+		st.Runs = 0
+		for _, r := range runs {
+			var id int64
+			err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE started_at=? AND host=? AND command=? AND fingerprint=? ORDER BY id LIMIT 1`,
+				r.started, r.host, r.command, r.fingerprint).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				err = tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
+					generated_tokens,prompt_tokens,gen_seconds,stats) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+					r.started, r.finished, r.command, r.config, r.version, r.host, r.backend, r.model, r.fingerprint, r.status,
+					r.gen, r.prompt, r.secs, r.stats).Scan(&id)
+				st.Runs++
+			}
+			if err != nil {
+				return fmt.Errorf("copy run %d: %w", r.id, err)
+			}
+			ids[r.id] = id
+		}
+		return nil
+	})
+	return ids, err
+}
+
+func (s *Store) copySamples(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) error {
+	q := `SELECT task,id,prompt,refs,metadata FROM samples`
+	var args []any
+	if fingerprint != "" {
+		q += ` WHERE task IN (SELECT DISTINCT task FROM generations WHERE fingerprint=?)`
+		args = append(args, fingerprint)
+	}
+	return copyRows(ctx, s, dst, q, args, 5, func(tx *txn) (*sql.Stmt, error) {
+		return tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+	}, func(v []any) []any {
+		v[2] = dst.db.eng.text(str(v[2]))
+		st.Samples++
+		return v
+	})
+}
+
+func (s *Store) copyGenerations(ctx context.Context, dst *Store, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
+	w, args := where("fingerprint", fingerprint)
+	q := `SELECT key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,
+		gen_seconds,run_id,updated_at FROM generations` + w
+	return copyRows(ctx, s, dst, q, args, 18, func(tx *txn) (*sql.Stmt, error) {
+		return tx.PrepareContext(ctx, `INSERT INTO generations
+			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT(key) DO UPDATE SET fingerprint=excluded.fingerprint, task=excluded.task, sample_id=excluded.sample_id,
+			prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids, offsets=excluded.offsets, n_tokens=excluded.n_tokens,
+			budget=excluded.budget, finish=excluded.finish, stops=excluded.stops, error=excluded.error, continued=excluded.continued,
+			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+	}, func(v []any) []any {
+		v[5] = dst.db.eng.text(str(v[5]))
+		v[6], v[7] = blob(v[6]), blob(v[7])
+		v[16] = mapRun(v[16], runIDs)
+		st.Generations++
+		return v
+	})
+}
+
+func (s *Store) copyScores(ctx context.Context, dst *Store, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
+	q := `SELECT s.gen_key,s.task,s.sample_id,s.setting,s.setting_key,s.budget,s.metric,s.value,s.prediction,s.run_id,s.digest FROM scores s`
+	var args []any
+	if fingerprint != "" {
+		q += ` JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`
+		args = append(args, fingerprint)
+	}
+	return copyRows(ctx, s, dst, q, args, 11, func(tx *txn) (*sql.Stmt, error) {
+		return tx.PrepareContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
+			value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`)
+	}, func(v []any) []any {
+		v[8] = dst.db.eng.text(str(v[8]))
+		v[9] = mapRun(v[9], runIDs)
+		st.Scores++
+		return v
+	})
+}
+
+// copyRows runs query on src and writes each row, as conv turns it into
+// the arguments of the statement prepare makes, into dst, copyBatch rows
+// per transaction.
+func copyRows(ctx context.Context, src, dst *Store, query string, args []any, ncol int,
+	prepare func(*txn) (*sql.Stmt, error), conv func([]any) []any) error {
+	rows, err := src.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("copy: read: %w", err)
+	}
+	defer rows.Close()
+	var batch [][]any
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := dst.tx(ctx, func(tx *txn) error {
+			stmt, err := prepare(tx)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			for _, v := range batch {
+				if _, err := stmt.ExecContext(ctx, v...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch = batch[:0]
+		if err != nil {
+			return fmt.Errorf("copy: write: %w", err)
+		}
+		return nil
+	}
+	for rows.Next() {
+		v := make([]any, ncol)
+		ptrs := make([]any, ncol)
+		for i := range v {
+			ptrs[i] = &v[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("copy: read: %w", err)
+		}
+		batch = append(batch, conv(v))
+		if len(batch) >= copyBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("copy: read: %w", err)
+	}
+	return flush()
+}
+
+// str reads a text column scanned into an any (string or bytes).
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// blob reads a blob column scanned into an any: bytes, or nil for NULL.
+func blob(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return append([]byte(nil), x...)
+	case string:
+		return []byte(x)
+	}
+	return nil
+}
+
+// mapRun maps a run id column scanned into an any to the destination's
+// run id (NULL stays NULL; an id the copy did not carry becomes NULL).
+func mapRun(v any, ids map[int64]int64) any {
+	var id int64
+	switch x := v.(type) {
+	case int64:
+		id = x
+	case int32:
+		id = int64(x)
+	case int:
+		id = int64(x)
+	default:
+		return nil
+	}
+	if n, ok := ids[id]; ok {
+		return n
+	}
+	return nil
+}

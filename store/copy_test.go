@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"tally/internal/pgtest"
+)
+
+// TestCopyRoundTrip: Copy carries generations (text with a NUL byte, token
+// ids, no ids), scores (an undefined value), samples and runs SQLite →
+// PostgreSQL → SQLite unchanged, and a second copy adds no run.
+func TestCopyRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mid := filepath.Join(dir, "mid.db")
+	if pgtest.Available() {
+		mid = pgtest.NewDatabase(t)
+	}
+	open := func(p string) *Store {
+		s, err := Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, m, b := open(filepath.Join(dir, "a.db")), open(mid), open(filepath.Join(dir, "b.db"))
+	id, err := a.StartRun(ctx, Run{Command: "run", Config: []byte(`{"x":1}`), Host: "h", Backend: "fake", Model: "m", Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.FinishRun(ctx, id, "done", 7, 9, 1.5, []byte(`{"s":2}`))
+	g1, g2 := gen(1), gen(2)
+	g1.Text, g1.RunID = "a\x00b", id
+	g2.IDs, g2.Offsets, g2.Imported = nil, nil, true
+	scores := []Score{{GenKey: g1.Key, Task: "t", SampleID: "1", Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: 1, Prediction: "a\x00", RunID: id, Digest: "d1"},
+		{GenKey: g2.Key, Task: "t", SampleID: "2", Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: math.NaN(), Prediction: "p", Digest: "d2"}}
+	if err := a.PutSamples(ctx, []Sample{{Task: "t", ID: "1", Prompt: "q\x00", Refs: []byte(`["r"]`), Metadata: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutGenerations(ctx, []Generation{g1, g2}, scores); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range [][2]*Store{{a, m}, {a, m}, {m, b}} {
+		if _, err := step[0].Copy(ctx, step[1], ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{g1.Key, g2.Key}
+	ga, _ := a.Generations(ctx, "", keys)
+	gb, _ := b.Generations(ctx, "", keys)
+	runsA, _ := a.Runs(ctx)
+	runsB, _ := b.Runs(ctx)
+	if len(runsB) != 1 {
+		t.Fatalf("runs %+v", runsB)
+	}
+	// Run ids are the destination's own.
+	for k, g := range gb {
+		if g.RunID == runsB[0].ID && ga[k].RunID == runsA[0].ID {
+			g.RunID = ga[k].RunID
+		}
+		gb[k] = g
+	}
+	if !reflect.DeepEqual(ga, gb) {
+		t.Errorf("generations:\n%+v\nwant\n%+v", gb, ga)
+	}
+	runsB[0].ID = runsA[0].ID
+	if !reflect.DeepEqual(runsA, runsB) {
+		t.Errorf("runs:\n%+v\nwant\n%+v", runsB, runsA)
+	}
+	sb, _ := b.ScoresFor(ctx, keys)
+	if len(sb) != 2 {
+		t.Fatalf("scores %+v", sb)
+	}
+	for _, x := range sb {
+		want := scores[0]
+		if x.GenKey == g2.Key {
+			want = scores[1]
+		}
+		if x.Prediction != want.Prediction || x.Digest != want.Digest || (x.Value != want.Value && !(math.IsNaN(x.Value) && math.IsNaN(want.Value))) ||
+			(want.RunID != 0) != (x.RunID == runsB[0].ID) {
+			t.Errorf("score %+v, want %+v", x, want)
+		}
+	}
+	smp, _ := b.Samples(ctx, "t")
+	if smp["1"].Prompt != "q\x00" {
+		t.Errorf("samples %+v", smp)
+	}
+}
