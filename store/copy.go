@@ -62,12 +62,12 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 		return nil, fmt.Errorf("copy runs: %w", err)
 	}
 	type run struct {
-		id                                                                          int64
-		started                                                                     string
-		finished                                                                    sql.NullString
+		id                                                                         int64
+		started                                                                    string
+		finished                                                                   sql.NullString
 		command, config, version, host, backend, model, fingerprint, status, stats string
-		gen, prompt                                                                 int64
-		secs                                                                        float64
+		gen, prompt                                                                int64
+		secs                                                                       float64
 	}
 	var runs []run
 	for rows.Next() {
