@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"sort"
@@ -120,8 +121,9 @@ type result struct {
 // Several processes may execute plans over one store at once: each claims
 // the generations it runs (store.Claim) and renews the claims while it
 // works; work claimed by a live peer is not run but waited for and read
-// back from the store when the peer has stored it; a claim whose owner
-// died is taken over when its lease expires.
+// back from the store when the peer has stored it (with the scores the
+// peer committed; CurrentResults then scores it under any setting the peer
+// did not); a claim whose owner died is taken over when its lease expires.
 func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, opt Options) (Summary, error) {
 	start := time.Now()
 	if opt.FlushEvery <= 0 {
@@ -225,7 +227,10 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	// claim, and once every window has been looked at without progress,
 	// the process waits for its live peers.
 	window := max(4*opt.ClaimBatch, 64)
-	off, idle := 0, 0
+	// Each process starts at its own place in the work (a hash of its
+	// owner id), so that workers started together do not all contend for
+	// the same first claims.
+	off, idle := startOffset(opt.Owner, len(pending), window), 0
 	for len(pending) > 0 && runErr == nil {
 		if off >= len(pending) {
 			off = 0
@@ -251,9 +256,16 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			mine[k] = true
 		}
 		// What is stored now: a peer may have finished some of this work
-		// since the plan was made (or since the last look).
+		// since the plan was made (or since the last look), including work
+		// this process just claimed (the peer stored it and released its
+		// claim). The rest of the window is looked at once nothing in it
+		// can be claimed.
+		look := keys
+		if len(cr.Claimed) > 0 {
+			look = cr.Claimed
+		}
 		t0 = time.Now()
-		now, err := st.Generations(ctx, p.Fingerprint, keys)
+		now, err := st.Generations(ctx, p.Fingerprint, look)
 		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
 			runErr = err
@@ -289,26 +301,14 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		if len(release) > 0 {
 			st.Release(ctx, opt.Owner, release)
 		}
-		if len(done) > 0 {
-			var scores []store.Score
-			for _, it := range done {
-				sum.GenerationsByPeers++
-				if it.Stored.Finish != backends.FinishError && it.Stored.Finish != backends.FinishContext {
-					for k := range it.Job.Settings {
-						sc, warn := scoreSetting(it, it.Stored, k, opt.RunID)
-						if warn != "" {
-							sum.Unscorable = append(sum.Unscorable, warn)
-						}
-						scores = append(scores, sc...)
-					}
-				}
-				if opt.Progress != nil {
-					opt.Progress.SampleDone()
-				}
-			}
-			if err := st.PutScores(ctx, scores); err != nil {
-				runErr = fmt.Errorf("store scores: %w", err)
-				break
+		// Work a peer stored is not scored here: the peer committed its
+		// scores with it, and the caller's CurrentResults scores whatever
+		// this process's settings need beyond those (scoring it here
+		// too would have every worker rewrite every peer's scores).
+		for range done {
+			sum.GenerationsByPeers++
+			if opt.Progress != nil {
+				opt.Progress.SampleDone()
 			}
 		}
 		// rest keeps pending's order: the window's leftovers (held by
@@ -344,6 +344,18 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, runErr
+}
+
+// startOffset is where in n pending items an owner starts claiming: a
+// multiple of the window chosen by a hash of the owner id (0 when the work
+// fits one window).
+func startOffset(owner string, n, window int) int {
+	if n <= window {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(owner))
+	return int(h.Sum32()%uint32((n+window-1)/window)) * window
 }
 
 // NewOwner returns a claim owner id for this process: host, pid and a
@@ -540,17 +552,10 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 		if len(gens) == 0 {
 			return
 		}
-		if err := st.PutGenerations(ctx, gens, scores); err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("store generations: %w", err)
-			}
-		} else {
-			// Stored: peers waiting for these read them from the store.
-			keys := make([]string, len(gens))
-			for i, g := range gens {
-				keys[i] = g.Key
-			}
-			st.Release(ctx, opt.Owner, keys) // an unreleased claim lapses with its lease
+		// Stored and released together: peers waiting for these read
+		// them from the store.
+		if err := st.CommitGenerations(ctx, opt.Owner, gens, scores); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("store generations: %w", err)
 		}
 		gens, scores = gens[:0], scores[:0]
 	}

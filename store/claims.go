@@ -212,17 +212,33 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 		}
 		return nil
 	}
-	return s.tx(ctx, func(tx *txn) error {
-		const chunk = 500
-		for i := 0; i < len(keys); i += chunk {
-			part := keys[i:min(i+chunk, len(keys))]
-			args := append([]any{owner}, anys(part)...)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (`+placeholders(len(part))+`)`, args...); err != nil {
-				return fmt.Errorf("release claims: %w", err)
-			}
+	if s.db.eng == postgresEngine {
+		_, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[])`, owner, keys)
+		if err != nil {
+			return fmt.Errorf("release claims: %w", err)
 		}
 		return nil
-	})
+	}
+	return s.tx(ctx, func(tx *txn) error { return releaseIn(ctx, tx, owner, keys) })
+}
+
+// releaseIn drops the owner's claims on keys inside a transaction.
+func releaseIn(ctx context.Context, tx *txn, owner string, keys []string) error {
+	if tx.eng == postgresEngine {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[])`, owner, keys); err != nil {
+			return fmt.Errorf("release claims: %w", err)
+		}
+		return nil
+	}
+	const chunk = 500
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		args := append([]any{owner}, anys(part)...)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (`+placeholders(len(part))+`)`, args...); err != nil {
+			return fmt.Errorf("release claims: %w", err)
+		}
+	}
+	return nil
 }
 
 // PruneClaims deletes the claims whose lease has expired (their owners

@@ -386,8 +386,40 @@ func (x Score) Key() ScoreKey {
 // scores in one transaction: a record and its scores land together or not
 // at all.
 func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []Score) error {
+	return s.CommitGenerations(ctx, "", gens, scores)
+}
+
+// CommitGenerations is PutGenerations that also releases, in the same
+// transaction, owner's claims on the generations' keys (none when owner is
+// ""): a worker's finished work and the end of its claims on it land
+// together.
+func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Generation, scores []Score) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	release := func(tx *txn) error {
+		if owner == "" || len(gens) == 0 {
+			return nil
+		}
+		keys := make([]string, len(gens))
+		for i, g := range gens {
+			keys[i] = g.Key
+		}
+		return releaseIn(ctx, tx, owner, keys)
+	}
+	if s.db.eng == postgresEngine {
+		return s.tx(ctx, func(tx *txn) error {
+			if err := pgPutGenerations(ctx, tx, gens, now); err != nil {
+				return err
+			}
+			if err := pgPutScores(ctx, tx, scores); err != nil {
+				return err
+			}
+			return release(tx)
+		})
+	}
 	return s.tx(ctx, func(tx *txn) error {
+		if err := release(tx); err != nil {
+			return err
+		}
 		gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
 			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
@@ -420,6 +452,9 @@ func (s *Store) PutScores(ctx context.Context, scores []Score) error {
 func putScores(ctx context.Context, tx *txn, scores []Score) error {
 	if len(scores) == 0 {
 		return nil
+	}
+	if tx.eng == postgresEngine {
+		return pgPutScores(ctx, tx, scores)
 	}
 	del, err := tx.PrepareContext(ctx, `DELETE FROM scores WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
 	if err != nil {
@@ -501,10 +536,19 @@ func (s *Store) eachKeyed(ctx context.Context, fingerprint string, keys []string
 		}
 		return rows.Err()
 	}
-	const chunk = 500
+	chunk := 500
+	if s.db.eng == postgresEngine {
+		// One statement text for any number of keys (a prepared
+		// statement reused, not one per length of an IN list).
+		chunk = max(len(keys), 1)
+	}
 	for i := 0; i < len(keys); i += chunk {
 		part := keys[i:min(i+chunk, len(keys))]
-		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" "+in+" IN ("+placeholders(len(part))+")", anys(part)...)
+		q, args := "SELECT "+cols+" "+in+" IN ("+placeholders(len(part))+")", anys(part)
+		if s.db.eng == postgresEngine {
+			q, args = "SELECT "+cols+" "+in+" = ANY(?::text[])", []any{part}
+		}
+		rows, err := s.db.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
