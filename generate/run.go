@@ -93,7 +93,7 @@ type Summary struct {
 	GenSeconds float64 `json:"-"`
 	// ClaimSeconds is the time spent claiming work and looking at what
 	// peers stored (the cost of sharing the store).
-	ClaimSeconds float64 `json:"-"`
+	ClaimSeconds float64 `json:"claim_seconds"`
 	// Overflowed names the samples (task/id) whose prompt did not fit the
 	// model's context; they are stored with finish reason "context".
 	Overflowed []string `json:"-"`
