@@ -82,23 +82,36 @@ func TestSlurmArray(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"#SBATCH --array=", "#SBATCH --gres=gpu:1", "TALLY_STORE", "exec tally run "} {
+	for _, want := range []string{"#SBATCH --array=", "#SBATCH --gres=gpu:1", "TALLY_STORE", "exec tally run ", "--worker="} {
 		if !strings.Contains(s, want) {
 			t.Errorf("slurm script lacks %q", want)
 		}
 	}
 }
 
-// checkCommand: the container runs tally with a command that does work and
-// takes its store from the environment (no --store pinned to a local file).
+// checkCommand: the container runs tally as a worker (--worker, or
+// --worker=NAME: pflag takes a value of an optional-value flag only after
+// "=") with a command that does work and takes its store from the
+// environment (no --store pinned to a local file).
 func checkCommand(t *testing.T, cmd []any) {
 	t.Helper()
 	if len(cmd) < 2 || cmd[0] != "tally" || (cmd[1] != "run" && cmd[1] != "demo") {
 		t.Fatalf("command %v: want tally run|demo …", cmd)
 	}
-	for _, a := range cmd {
-		if a == "--store" {
+	worker := false
+	for i, a := range cmd {
+		s, _ := a.(string)
+		if s == "--store" {
 			t.Errorf("command %v pins --store; workers take TALLY_STORE", cmd)
 		}
+		if s == "--worker" || strings.HasPrefix(s, "--worker=") {
+			worker = true
+			if s == "--worker" && i+1 < len(cmd) && !strings.HasPrefix(cmd[i+1].(string), "-") {
+				t.Errorf("command %v: --worker NAME is read as an argument; write --worker=NAME", cmd)
+			}
+		}
+	}
+	if !worker {
+		t.Errorf("command %v: workers run with --worker", cmd)
 	}
 }
