@@ -10,12 +10,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ollama/ollama/api"
 
 	"tally/backends"
+	"tally/backends/internal/fanout"
 	"tally/backends/internal/retry"
 )
 
@@ -71,32 +71,7 @@ var (
 // no Done event.
 func (b *Backend) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
 	numCtx := b.sizeContext(reqs)
-	work := make(chan backends.Request)
-	var wg sync.WaitGroup
-	for range min(b.opts.Parallel, max(len(reqs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range work {
-				b.one(ctx, r, numCtx, sink)
-			}
-		}()
-	}
-	var err error
-feed:
-	for _, r := range reqs {
-		select {
-		case work <- r:
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err == nil {
-		err = ctx.Err()
-	}
+	err := fanout.Run(ctx, b.opts.Parallel, reqs, func(r backends.Request) { b.one(ctx, r, numCtx, sink) })
 	if err != nil {
 		return fmt.Errorf("ollama: generate: %w", err)
 	}

@@ -11,10 +11,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"tally/backends"
+	"tally/backends/internal/fanout"
 	"tally/backends/internal/retry"
 )
 
@@ -35,32 +35,7 @@ var (
 // It returns ctx's error when ctx ends first; requests cut off that way get
 // no Done event.
 func (b *Backend) Generate(ctx context.Context, reqs []backends.Request, sink backends.Sink) error {
-	work := make(chan backends.Request)
-	var wg sync.WaitGroup
-	for range min(b.opts.Parallel, max(len(reqs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range work {
-				b.one(ctx, r, sink)
-			}
-		}()
-	}
-	var err error
-feed:
-	for _, r := range reqs {
-		select {
-		case work <- r:
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err == nil {
-		err = ctx.Err()
-	}
+	err := fanout.Run(ctx, b.opts.Parallel, reqs, func(r backends.Request) { b.one(ctx, r, sink) })
 	if err != nil {
 		return fmt.Errorf("openai: generate: %w", err)
 	}

@@ -259,3 +259,71 @@ func TestLsAndPlanShowWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresRestart: the PostgreSQL server restarted in the middle of a
+// run; the workers wait for it with back-off and finish with the scores of
+// an uninterrupted run. (The default lease, so that a short outage does
+// not let one worker take over another's claims.)
+func TestPostgresRestart(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctl := os.Getenv("TALLY_PG_CTL")
+	if ctl == "" {
+		t.Skip("TALLY_PG_CTL not set: scripts/postgres-server.sh prints it")
+	}
+	work := []string{"demo", "--max-tokens", "400", "--concurrency", "1", "--stop", "never=@@@@", "--json"}
+	ref, _ := runTally(t, built, append(work, "--store", filepath.Join(t.TempDir(), "ref.db"))...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	type result struct {
+		out, err string
+		code     error
+	}
+	done := make(chan result, 2)
+	for range 2 {
+		go func() {
+			var o, e bytes.Buffer
+			cmd := exec.CommandContext(ctx, built, append(work, "--worker")...)
+			cmd.Env = append(os.Environ(), "TALLY_STORE="+dsn)
+			cmd.Stdout, cmd.Stderr = &o, &e
+			err := cmd.Run()
+			done <- result{o.String(), e.String(), err}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := storeCounts(t, dsn); n["generations"] >= 16 {
+		t.Fatalf("the run finished before the restart (store %v): nothing tested", n)
+	} else {
+		t.Logf("restarting the server with the store at %v", n)
+	}
+	f := strings.Fields(ctl)
+	// The restarted server inherits pg_ctl's output: a file, not a pipe,
+	// so that waiting for pg_ctl does not wait for the server to exit.
+	logPath := filepath.Join(t.TempDir(), "restart.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	restart := exec.Command(f[0], append(f[1:], "-m", "fast", "restart")...)
+	restart.Stdout, restart.Stderr = logFile, logFile
+	if err := restart.Run(); err != nil {
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	for range 2 {
+		r := <-done
+		if r.code != nil {
+			t.Fatalf("worker after a server restart: %v\n%s", r.code, r.err)
+		}
+		var s summary
+		if err := json.Unmarshal([]byte(r.out), &s); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s.Scores, ref.Scores) {
+			t.Errorf("scores %v, want %v", s.Scores, ref.Scores)
+		}
+	}
+	if n := storeCounts(t, dsn); n["generations"] != 16 || n["claims"] != 0 {
+		t.Errorf("store %v, want 16 generations and no claims", n)
+	}
+}
