@@ -237,14 +237,35 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		}
 		keys := make([]string, 0, window)
 		inWin := map[string]bool{}
+		had := map[string]bool{} // keys with a stored generation when planned
 		for i := off; i < len(pending) && len(keys) < window; i++ {
-			if k := pending[i].Key; !inWin[k] {
-				inWin[k] = true
-				keys = append(keys, k)
+			it := pending[i]
+			if !inWin[it.Key] {
+				inWin[it.Key] = true
+				keys = append(keys, it.Key)
+			}
+			if it.Stored != nil {
+				had[it.Key] = true
+			}
+		}
+		// Keys planned with nothing stored are claimed only while still
+		// unstored (a peer's finished work is found by looking, below);
+		// keys to continue are claimed whatever is stored.
+		var fresh, cont []string
+		for _, k := range keys {
+			if had[k] {
+				cont = append(cont, k)
+			} else {
+				fresh = append(fresh, k)
 			}
 		}
 		t0 := time.Now()
-		cr, err := st.Claim(ctx, opt.Owner, keys, opt.ClaimBatch, opt.Lease)
+		cr, err := st.ClaimUnstored(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
+		if err == nil && len(cont) > 0 && len(cr.Claimed) < opt.ClaimBatch {
+			var more store.ClaimResult
+			more, err = st.Claim(ctx, opt.Owner, cont, opt.ClaimBatch-len(cr.Claimed), opt.Lease)
+			cr.Claimed, cr.TakenOver = append(cr.Claimed, more.Claimed...), cr.TakenOver+more.TakenOver
+		}
 		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
 			runErr = err

@@ -55,6 +55,19 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // at most limit (all when limit <= 0) of the keys that are not held by
 // another owner with an unexpired lease, in the order given.
 func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+	return s.claim(ctx, owner, keys, limit, lease, false)
+}
+
+// ClaimUnstored is Claim for keys that had no stored generation when the
+// caller planned them: a key whose generation a peer has stored since is
+// skipped, not claimed (the caller finds it when it looks at what peers
+// stored), so that workers do not claim, look up and release each other's
+// finished work.
+func (s *Store) ClaimUnstored(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+	return s.claim(ctx, owner, keys, limit, lease, true)
+}
+
+func (s *Store) claim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
 	if len(keys) == 0 {
 		return res, nil
@@ -72,9 +85,9 @@ func (s *Store) Claim(ctx context.Context, owner string, keys []string, limit in
 	}
 	var err error
 	if s.db.eng == postgresEngine {
-		res, err = s.pgClaim(ctx, owner, uniq, limit, lease)
+		res, err = s.pgClaim(ctx, owner, uniq, limit, lease, unstored)
 	} else {
-		res, err = s.sqliteClaim(ctx, owner, uniq, limit, lease)
+		res, err = s.sqliteClaim(ctx, owner, uniq, limit, lease, unstored)
 	}
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim work: %w", err)
@@ -93,14 +106,24 @@ const pgClaimLock int32 = 0x7a11
 // holds and no peer is claiming right now are upserted. Should two workers
 // still race for a key (a hash collision of the lock), the upsert of the
 // later one re-checks the row it waited for and skips it.
-func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
 	now := s.db.eng.nowMS()
+	skipStored := ""
+	if unstored {
+		skipStored = ` AND NOT EXISTS (SELECT 1 FROM generations g WHERE g.key = u.k)`
+	}
+	// The keys come in order from unnest; with no sort above the filter,
+	// LIMIT pulls them one by one, so the advisory lock is tried on the
+	// free keys up to the limit only (OFFSET 0 keeps the cheaper-looking
+	// lock call from being evaluated before the claims check).
 	q := `WITH cand AS (
-			SELECT u.k, u.ord FROM unnest(?::text[]) WITH ORDINALITY AS u(k, ord)
-			WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.gen_key = u.k AND c.owner <> ? AND c.expires_at > ` + now + `)
-			AND pg_try_advisory_xact_lock(?, hashtext(u.k))
-			ORDER BY u.ord LIMIT ?),
+			SELECT f.k, f.ord FROM (
+				SELECT u.k, u.ord FROM unnest(?::text[]) WITH ORDINALITY AS u(k, ord)
+				WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.gen_key = u.k AND c.owner <> ? AND c.expires_at > ` + now + `)` + skipStored + `
+				OFFSET 0) AS f
+			WHERE pg_try_advisory_xact_lock(?, hashtext(f.k))
+			LIMIT ?),
 		old AS (SELECT c.gen_key, c.owner FROM claims c JOIN cand ON c.gen_key = cand.k)
 		INSERT INTO claims(gen_key, owner, expires_at)
 		SELECT cand.k, ?, ` + now + ` + ? FROM cand ORDER BY cand.ord
@@ -132,7 +155,7 @@ func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit 
 // sqliteClaim claims key by key inside one transaction, which holds
 // SQLite's write lock from its start (check-and-claim is atomic across
 // processes).
-func (s *Store) sqliteClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, error) {
+func (s *Store) sqliteClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
 	err := s.tx(ctx, func(tx *txn) error {
 		res = ClaimResult{}
@@ -155,9 +178,22 @@ func (s *Store) sqliteClaim(ctx context.Context, owner string, keys []string, li
 			return err
 		}
 		defer up.Close()
+		stored, err := tx.PrepareContext(ctx, `SELECT 1 FROM generations WHERE key=?`)
+		if err != nil {
+			return err
+		}
+		defer stored.Close()
 		for _, k := range keys {
 			if len(res.Claimed) >= limit {
 				break
+			}
+			if unstored {
+				switch err := stored.QueryRowContext(ctx, k).Scan(new(int)); {
+				case err == nil:
+					continue // a peer stored it
+				case !errors.Is(err, sql.ErrNoRows):
+					return fmt.Errorf("look up generation %s: %w", k, err)
+				}
 			}
 			var cur string
 			var curExp int64

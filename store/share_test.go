@@ -256,3 +256,28 @@ func testWorkersAndClaims(t *testing.T, newPath func() string) {
 		t.Errorf("unfiltered after: %+v", v)
 	}
 }
+
+// TestClaimUnstored: ClaimUnstored skips a key whose generation is stored
+// (a peer finished it), Claim does not, on both engines.
+func TestClaimUnstored(t *testing.T) { engines(t, testClaimUnstored) }
+
+func testClaimUnstored(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s, err := Open(ctx, newPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := gen(1)
+	if err := s.PutGenerations(ctx, []Generation{g}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.ClaimUnstored(ctx, "w", []string{g.Key, "other"}, 0, time.Minute)
+	if err != nil || !reflect.DeepEqual(r.Claimed, []string{"other"}) {
+		t.Errorf("ClaimUnstored: %v %v, want only the unstored key", r.Claimed, err)
+	}
+	r, err = s.Claim(ctx, "w", []string{g.Key}, 0, time.Minute)
+	if err != nil || !reflect.DeepEqual(r.Claimed, []string{g.Key}) {
+		t.Errorf("Claim: %v %v, want the stored key too", r.Claimed, err)
+	}
+}
