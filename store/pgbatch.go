@@ -6,15 +6,23 @@ import (
 	"math"
 )
 
-// PostgreSQL writes a batch of generations and scores in three statements
-// (arrays unnested server-side) rather than a round trip per row: the
-// claim-and-commit loop of many workers is bound by round trips.
+// PostgreSQL writes a batch of generations and scores with arrays unnested
+// server-side rather than a statement per row, and a worker's commit (its
+// generations, their scores, the release of its claims) in one statement.
 
-// pgPutGenerations upserts generations (the last of any repeated key wins).
-func pgPutGenerations(ctx context.Context, tx *txn, gens []Generation, now string) error {
-	if len(gens) == 0 {
-		return nil
-	}
+// pgGenerationsSQL upserts the generations whose columns are the 18
+// array arguments.
+const pgGenerationsSQL = `INSERT INTO generations
+		(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
+		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::bytea[],?::bytea[],?::bytea[],?::bigint[],?::bigint[],
+			?::text[],?::text[],?::text[],?::bigint[],?::bigint[],?::float8[],?::bigint[],?::text[])
+		ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
+		offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
+		stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
+		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`
+
+// pgGenerationArgs are the 18 column arrays of pgGenerationsSQL.
+func pgGenerationArgs(gens []Generation, now string) []any {
 	last := make(map[string]int, len(gens))
 	for i, g := range gens {
 		last[g.Key] = i
@@ -39,20 +47,15 @@ func pgPutGenerations(ctx context.Context, tx *txn, gens []Generation, now strin
 		stops, errs, cont = append(stops, nullJSON(g.Stops)), append(errs, g.Error), append(cont, int64(g.Continued))
 		imp, secs, run, upd = append(imp, int64(boolInt(g.Imported))), append(secs, g.GenSeconds), append(run, g.RunID), append(upd, now)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO generations
-		(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
-		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::bytea[],?::bytea[],?::bytea[],?::bigint[],?::bigint[],
-			?::text[],?::text[],?::text[],?::bigint[],?::bigint[],?::float8[],?::bigint[],?::text[])
-		ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
-		offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
-		stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
-		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`,
-		key, fp, task, sid, ptok, text, ids, offs, ntok, budget, finish, stops, errs, cont, imp, secs, run, upd)
-	if err != nil {
-		return fmt.Errorf("store %d generations: %w", n, err)
-	}
-	return nil
+	return []any{key, fp, task, sid, ptok, text, ids, offs, ntok, budget, finish, stops, errs, cont, imp, secs, run, upd}
 }
+
+// pgScoresSQL upserts the scores whose columns are the 11 array
+// arguments.
+const pgScoresSQL = `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
+		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::text[],?::bigint[],?::text[],?::float8[],?::bytea[],?::bigint[],?::text[])
+		ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
+		value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`
 
 // pgPutScores replaces the scores of each (generation, sample, setting,
 // budget) present by those given, as putScores does.
@@ -60,6 +63,21 @@ func pgPutScores(ctx context.Context, tx *txn, scores []Score) error {
 	if len(scores) == 0 {
 		return nil
 	}
+	keys, rows := pgScoreArgs(scores)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM scores s USING unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[]) AS d(g,t,i,k,b)
+		WHERE s.gen_key=d.g AND s.task=d.t AND s.sample_id=d.i AND s.setting_key=d.k AND s.budget=d.b`, keys...); err != nil {
+		return fmt.Errorf("replace %d scores: %w", len(scores), err)
+	}
+	if _, err := tx.ExecContext(ctx, pgScoresSQL, rows...); err != nil {
+		return fmt.Errorf("store %d scores: %w", len(scores), err)
+	}
+	return nil
+}
+
+// pgScoreArgs returns the 5 column arrays of the scores' keys (each once)
+// and the 11 column arrays of pgScoresSQL (the last score of a repeated
+// key and metric wins).
+func pgScoreArgs(scores []Score) (keys, rows []any) {
 	var dg, dt, di, dk []string
 	var db []int64
 	seen := map[ScoreKey]bool{}
@@ -70,10 +88,6 @@ func pgPutScores(ctx context.Context, tx *txn, scores []Score) error {
 		}
 		seen[k] = true
 		dg, dt, di, dk, db = append(dg, k.GenKey), append(dt, k.Task), append(di, k.SampleID), append(dk, k.SettingKey), append(db, int64(k.Budget))
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM scores s USING unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[]) AS d(g,t,i,k,b)
-		WHERE s.gen_key=d.g AND s.task=d.t AND s.sample_id=d.i AND s.setting_key=d.k AND s.budget=d.b`, dg, dt, di, dk, db); err != nil {
-		return fmt.Errorf("replace %d scores: %w", len(scores), err)
 	}
 	type pk struct {
 		k      ScoreKey
@@ -102,12 +116,40 @@ func pgPutScores(ctx context.Context, tx *txn, scores []Score) error {
 		budget, metric, val, pred = append(budget, int64(x.Budget)), append(metric, x.Metric), append(val, v), append(pred, []byte(x.Prediction))
 		run, dig = append(run, x.RunID), append(dig, x.Digest)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
-		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::text[],?::bigint[],?::text[],?::float8[],?::bytea[],?::bigint[],?::text[])
-		ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
-		value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`,
-		g, t, id, set, sk, budget, metric, val, pred, run, dig); err != nil {
-		return fmt.Errorf("store %d scores: %w", n, err)
+	return []any{dg, dt, di, dk, db}, []any{g, t, id, set, sk, budget, metric, val, pred, run, dig}
+}
+
+// pgCommit stores generations and their scores and releases owner's
+// claims on them in one statement (one round trip, atomic as a
+// transaction): the scores of each (generation, sample, setting, budget)
+// present are upserted and any other metric stored for it deleted, which
+// replaces them as putScores does.
+func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, scores []Score, now string) error {
+	args := pgGenerationArgs(gens, now)
+	q := `WITH g AS (` + pgGenerationsSQL + ` RETURNING 1)`
+	if len(scores) > 0 {
+		keys, rows := pgScoreArgs(scores)
+		q += `, s AS (` + pgScoresSQL + ` RETURNING 1),
+		d AS (DELETE FROM scores x USING unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[]) AS k(g,t,i,sk,b)
+			WHERE x.gen_key=k.g AND x.task=k.t AND x.sample_id=k.i AND x.setting_key=k.sk AND x.budget=k.b
+			AND NOT EXISTS (SELECT 1 FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::text[]) AS n(g,t,i,sk,b,m)
+				WHERE n.g=x.gen_key AND n.t=x.task AND n.i=x.sample_id AND n.sk=x.setting_key AND n.b=x.budget AND n.m=x.metric)
+			RETURNING 1)`
+		args = append(args, rows...)
+		args = append(args, keys...)
+		args = append(args, rows[0], rows[1], rows[2], rows[4], rows[5], rows[6])
+	}
+	if owner != "" {
+		keys := make([]string, len(gens))
+		for i, g := range gens {
+			keys[i] = g.Key
+		}
+		q += `, r AS (DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[]) RETURNING 1)`
+		args = append(args, owner, keys)
+	}
+	q += ` SELECT 1`
+	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), err)
 	}
 	return nil
 }

@@ -281,3 +281,50 @@ func testClaimUnstored(t *testing.T, newPath func() string) {
 		t.Errorf("Claim: %v %v, want the stored key too", r.Claimed, err)
 	}
 }
+
+// TestCommitReplacesScores: committing a generation with its scores
+// replaces every score stored for its (sample, setting, budget) — a metric
+// no longer given disappears — and releases the owner's claim, on both
+// engines.
+func TestCommitReplacesScores(t *testing.T) { engines(t, testCommitReplacesScores) }
+
+func testCommitReplacesScores(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s, err := Open(ctx, newPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := gen(1)
+	sc := func(metric string, v float64) Score {
+		return Score{GenKey: g.Key, Task: "t", SampleID: "1", Setting: "dot", SettingKey: ".", Budget: 8, Metric: metric, Value: v, Prediction: "12"}
+	}
+	if err := s.PutGenerations(ctx, []Generation{g}, []Score{sc("em", 1), sc("f1", 0.5)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "w", []string{g.Key}, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	g.Text = "13"
+	if err := s.CommitGenerations(ctx, "w", []Generation{g, g}, []Score{sc("f1", 0.25), sc("len", math.NaN()), sc("len", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ScoresFor(ctx, []string{g.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]float64{}
+	for _, x := range got {
+		m[x.Metric] = x.Value
+	}
+	if len(m) != 2 || m["f1"] != 0.25 || m["len"] != 2 {
+		t.Errorf("scores after commit: %v, want f1 0.25 and len 2 only", m)
+	}
+	gs, _ := s.Generations(ctx, "", []string{g.Key})
+	if gs[g.Key].Text != "13" {
+		t.Errorf("generation %+v", gs[g.Key])
+	}
+	if who, _ := s.Claimants(ctx, []string{g.Key}); len(who) != 0 {
+		t.Errorf("claims after commit: %v", who)
+	}
+}

@@ -405,16 +405,8 @@ func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Gene
 		}
 		return releaseIn(ctx, tx, owner, keys)
 	}
-	if s.db.eng == postgresEngine {
-		return s.tx(ctx, func(tx *txn) error {
-			if err := pgPutGenerations(ctx, tx, gens, now); err != nil {
-				return err
-			}
-			if err := pgPutScores(ctx, tx, scores); err != nil {
-				return err
-			}
-			return release(tx)
-		})
+	if s.db.eng == postgresEngine && len(gens) > 0 {
+		return s.pgCommit(ctx, owner, gens, scores, now)
 	}
 	return s.tx(ctx, func(tx *txn) error {
 		if err := release(tx); err != nil {
