@@ -280,8 +280,8 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		// since the plan was made (or since the last look), including work
 		// this process just claimed (the peer stored it and released its
 		// claim while the claim statement ran, after its snapshot: the
-		// statement could not see either). The rest of the window is looked at once nothing in it
-		// can be claimed.
+		// statement could not see either). The rest of the window is
+		// looked at once nothing in it can be claimed.
 		look := keys
 		if len(cr.Claimed) > 0 {
 			look = cr.Claimed
