@@ -131,6 +131,7 @@ func openPostgres(ctx context.Context, dsn string, readOnly bool) (*Store, error
 		if err == nil {
 			err = checkReadOnlyVersion(v, len(pgMigrations))
 		}
+		s.schema = v
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)

@@ -87,6 +87,35 @@ func TestReadOnlyOlderSchema(t *testing.T) {
 	}
 }
 
+// TestReadOnlyReadableOlderSchema: a store of schema 2 (before the workers
+// table) is read as it is by read-only commands, with no worker listed,
+// and left unchanged.
+func TestReadOnlyReadableOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("DROP TABLE workers; PRAGMA user_version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, _ := os.ReadFile(path)
+	r, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("schema 2 read-only: %v", err)
+	}
+	v, err := r.Workers(ctx, "")
+	if err != nil || len(v.Active) != 0 {
+		t.Errorf("workers of a schema-2 store: %+v %v", v, err)
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("a read-only open changed the store file")
+	}
+}
+
 // TestConcurrentMigrations checks finding 6 of issue 11: many openers of a
 // new store at once all succeed and migrate it once.
 func TestConcurrentMigrations(t *testing.T) { engines(t, testConcurrentMigrations) }

@@ -113,7 +113,13 @@ type Store struct {
 	db       *conn
 	path     string
 	readOnly bool
+	// schema is the store's schema version when it was opened read-only
+	// (0 when opened for writing: then it is always the newest).
+	schema int
 }
+
+// hasWorkers reports whether the store's schema has the workers table.
+func (s *Store) hasWorkers() bool { return s.schema == 0 || s.schema >= workersSchema }
 
 // Open opens (creating if needed) the SQLite store at path for reading and
 // writing and applies any pending migrations. Migrations are serialised
@@ -192,10 +198,18 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
-		return &Store{db: &conn{DB: db}, path: path, readOnly: true}, nil
+		return &Store{db: &conn{DB: db}, path: path, readOnly: true, schema: v}, nil
 	}
 	return nil, fmt.Errorf("open store %s read-only: %w", path, lastErr)
 }
+
+// readableSchema is the oldest schema version that read-only commands read
+// as it is: the migrations after it only add the workers table, which
+// readers of an older store treat as empty (no worker ever registered).
+const readableSchema = 2
+
+// workersSchema is the schema version that added the workers table.
+const workersSchema = 3
 
 // checkReadOnlyVersion says why a store of schema version v cannot be read
 // by a binary that knows n migrations without migrating it (nil if it can).
@@ -205,7 +219,7 @@ func checkReadOnlyVersion(v, n int) error {
 		return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, n)
 	case v == 0:
 		return fmt.Errorf("not a tally store (empty or no schema)")
-	case v < n:
+	case v < readableSchema:
 		return fmt.Errorf("schema version %d is older than this tally's (%d); a writing command (tally rescore with the same flags) upgrades it", v, n)
 	}
 	return nil

@@ -98,6 +98,11 @@ func (s *Store) Workers(ctx context.Context, fingerprint string) (WorkerView, er
 		return v, err
 	}
 	v.Now = now
+	if !s.hasWorkers() {
+		// An older store read as it is has no workers table (and its
+		// claims name no registered worker): nothing to show.
+		return v, nil
+	}
 	nowMS := now.UnixMilli()
 	byID := map[string]*Worker{}
 	q := `SELECT id,host,pid,COALESCE(run_id,0),model,fingerprint,status,lease_ms,started_at,heartbeat_at,generated FROM workers`
