@@ -231,7 +231,7 @@ func modelName(inv *store.Inventory, fp string) string {
 }
 
 // summarise makes the task's summary rows: per metric and column the mean
-// with its bootstrap interval, and for every column after a model's first
+// with its 95% interval, and for every column after a model's first
 // the paired difference against that first column.
 func summarise(td *TaskData) []Row {
 	var rows []Row
@@ -259,7 +259,7 @@ func summarise(td *TaskData) []Row {
 			if len(vals) == 0 {
 				continue
 			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.Bootstrap(vals, Resamples, 0.95, Seed))}
+			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
 			if first == nil || c.Model != firstModel {
 				first, firstModel = byID, c.Model
 			} else {
