@@ -176,12 +176,18 @@ func pair(first, this map[string]generate.SampleScore) (*Interval, []Changed) {
 			ch = append(ch, Changed{id, generate.Mean(x.Value), generate.Mean(y.Value), x.Prediction, y.Prediction})
 		}
 	}
+	return pairedInterval(a, b), ch
+}
+
+// pairedInterval is the paired difference b-a with its interval (all NaN
+// when nothing pairs).
+func pairedInterval(a, b []float64) *Interval {
 	if len(a) == 0 {
 		nan := generate.Mean(math.NaN())
-		return &Interval{nan, nan, nan}, ch
+		return &Interval{nan, nan, nan}
 	}
 	d := interval(stats.PairedMeanInterval(a, b, Level))
-	return &d, ch
+	return &d
 }
 
 // cells formats a row's figures as the renderers show them ("n/a" for an
