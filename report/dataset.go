@@ -203,9 +203,11 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	lastID, lastIdx := "", int32(-1)
 	err = st.EachEntry(ctx, f, func(e store.Entry) error {
 		if fix != nil {
-			if keep, err := fix(&e); err != nil || !keep {
+			fixed := e // (only a fixed entry escapes to the heap)
+			if keep, err := fix(&fixed); err != nil || !keep {
 				return err
 			}
+			e = fixed
 		}
 		if e.Fingerprint != lastFP || slots == nil {
 			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint

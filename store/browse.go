@@ -219,7 +219,7 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("read scores: %w", err)
 		}
-		g := strings.IndexByte(string(raw), fieldSep[0])
+		g := bytes.IndexByte(raw, fieldSep[0])
 		if g < 0 {
 			return nil, fmt.Errorf("read scores: malformed row %q", raw)
 		}
@@ -423,9 +423,9 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		// last: what lies between (the cell) repeats for every score of
 		// the cell and is parsed once; consecutive rows mostly share their
 		// generation, sample and digest, which are then not copied again.
-		g := strings.IndexByte(string(raw), fieldSep[0])
-		h := g + 1 + strings.IndexByte(string(raw[g+1:]), fieldSep[0])
-		i := strings.LastIndexByte(string(raw), fieldSep[0])
+		g := bytes.IndexByte(raw, fieldSep[0])
+		h := g + 1 + bytes.IndexByte(raw[g+1:], fieldSep[0])
+		i := bytes.LastIndexByte(raw, fieldSep[0])
 		if g < 0 || h <= g || i <= h {
 			return fmt.Errorf("read scores: malformed row %q", raw)
 		}
