@@ -124,8 +124,7 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	// One pass over the generations, one joined column a row, counts them
 	// per model and task and maps every generation key to its model.
 	fieldSep := s.fieldSep()
-	rows, err = s.db.QueryContext(ctx, `SELECT key || ? || task || ? || finish || ? || imported || ? || budget || ? || fingerprint FROM generations`,
-		fieldSep, fieldSep, fieldSep, fieldSep, fieldSep)
+	rows, err = s.db.QueryContext(ctx, `SELECT concat_ws(?, key, task, finish, imported, budget, fingerprint) FROM generations`, fieldSep)
 	if err != nil {
 		return nil, fmt.Errorf("count generations: %w", err)
 	}
@@ -208,8 +207,7 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	counts := map[[2]int]int{} // (fingerprint, cell name) → rows
 	fpIdx := map[string]int{}
 	var fpList []string
-	rows, err = s.db.QueryContext(ctx, `SELECT gen_key || ? || task || ? || budget || ? || metric || ? || setting || ? || setting_key FROM scores`,
-		fieldSep, fieldSep, fieldSep, fieldSep, fieldSep)
+	rows, err = s.db.QueryContext(ctx, `SELECT concat_ws(?, gen_key, task, budget, metric, setting, setting_key) FROM scores`, fieldSep)
 	if err != nil {
 		return nil, fmt.Errorf("read scores: %w", err)
 	}
@@ -366,12 +364,12 @@ func (s *Store) fieldSep() string {
 
 // EachEntry calls fn with every stored score the filter selects, with its
 // model's fingerprint and digest (RunID is not read), in no particular
-// order, without holding them all. The Entry's strings other than
-// Prediction and SampleID are shared between entries.
+// order, without holding them all (entries share their strings).
 //
 // A million scores cross the driver here, whose cost is per column, so a
 // score's identifiers (generation key, sample id, task, budget, metric,
-// setting, setting key, digest) come joined in one column and the
+// setting, setting key, digest) come joined in one column (concat_ws,
+// which both engines have: one copy, where || copies at every step) and the
 // fingerprint is resolved from the generation key in Go rather than by a
 // join.
 func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) error {
@@ -380,13 +378,9 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		return err
 	}
 	fieldSep := s.fieldSep()
-	sep := make([]any, 7)
-	for i := range sep {
-		sep[i] = fieldSep
-	}
-	q := `SELECT gen_key || ? || sample_id || ? || task || ? || budget || ? || metric || ? || setting || ? || setting_key || ? || digest,
+	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest),
 		COALESCE(value,0), prediction FROM scores`
-	args := sep
+	args := []any{fieldSep}
 	var conds []string
 	if len(f.Fingerprints) > 0 {
 		conds = append(conds, "gen_key IN (SELECT key FROM generations WHERE fingerprint IN ("+placeholders(len(f.Fingerprints))+"))")
