@@ -287,10 +287,11 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 // keyFingerprints maps every generation key to its model fingerprint
 // (only those of the given fingerprints, when there are any).
 func (s *Store) keyFingerprints(ctx context.Context, only []string) (map[string]string, error) {
-	q, args := `SELECT key, fingerprint FROM generations`, []any(nil)
+	fieldSep := s.fieldSep()
+	q, args := `SELECT concat_ws(?, key, fingerprint) FROM generations`, []any{fieldSep}
 	if len(only) > 0 {
 		q += " WHERE fingerprint IN (" + placeholders(len(only)) + ")"
-		args = anys(only)
+		args = append(args, anys(only)...)
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -299,18 +300,22 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (map[string]
 	defer rows.Close()
 	out := map[string]string{}
 	fps := map[string]string{} // intern fingerprints
-	var k string
 	var raw sql.RawBytes
 	for rows.Next() {
-		if err := rows.Scan(&k, &raw); err != nil {
-			return nil, err
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("read generation keys: %w", err)
 		}
-		fp, ok := fps[string(raw)]
+		// The key is hexadecimal; the fingerprint is the rest.
+		i := bytes.IndexByte(raw, fieldSep[0])
+		if i < 0 {
+			return nil, fmt.Errorf("read generation keys: malformed row %q", raw)
+		}
+		fp, ok := fps[string(raw[i+1:])]
 		if !ok {
-			fp = string(raw)
+			fp = string(raw[i+1:])
 			fps[fp] = fp
 		}
-		out[k] = fp
+		out[string(raw[:i])] = fp
 	}
 	return out, rows.Err()
 }
