@@ -25,8 +25,10 @@ type rescorer struct {
 	// jobs is the current scoring of each task, as the newest run that
 	// named the task configured it (or the built-in task of that name).
 	jobs map[string]*generate.Job
-	// samples are each task's stored samples, read when first needed.
-	samples map[string]map[string]store.Sample
+	// samples are each task's stored samples, read when first needed;
+	// lastSample is the one last decoded (scores come grouped by sample).
+	samples    map[string]map[string]store.Sample
+	lastSample *datasets.Sample
 	// last is the score key last checked, with what it gave.
 	last       store.ScoreKey
 	lastStale  bool
@@ -141,6 +143,9 @@ func (r *rescorer) fix(e *store.Entry) (bool, error) {
 // sample returns a stored sample as the scorer takes it (nil when it is
 // not stored).
 func (r *rescorer) sample(task, id string) (*datasets.Sample, error) {
+	if s := r.lastSample; s != nil && s.Task == task && s.ID == id {
+		return s, nil
+	}
 	m, ok := r.samples[task]
 	if !ok {
 		var err error
@@ -160,7 +165,8 @@ func (r *rescorer) sample(task, id string) (*datasets.Sample, error) {
 	if err := json.Unmarshal(s.Metadata, &meta); err != nil {
 		return nil, fmt.Errorf("sample %s/%s: metadata: %w", task, id, err)
 	}
-	return &datasets.Sample{Task: task, ID: id, Prompt: s.Prompt, References: s.Refs, Metadata: meta.Metadata, ShareKey: meta.ShareKey}, nil
+	r.lastSample = &datasets.Sample{Task: task, ID: id, Prompt: s.Prompt, References: s.Refs, Metadata: meta.Metadata, ShareKey: meta.ShareKey}
+	return r.lastSample, nil
 }
 
 // note says on w what was recomputed and what could not be checked.
