@@ -108,10 +108,10 @@ func LoadSummary(ctx context.Context, st *store.Store, f store.Filter) (*Dataset
 type LoadOptions struct {
 	// Summary reads what LoadSummary reads (no samples).
 	Summary bool
-	// Fix, when set, sees every stored score before it is used and may
-	// change its Value and Prediction (to replace a stale score by its
-	// recomputation) or drop it (false).
-	Fix func(*store.Entry) (bool, error)
+	// Fix, when set, sees every stored score before it is used and
+	// returns it, with its Value changed to replace a stale score by its
+	// recomputation, or false to drop it.
+	Fix func(store.Entry) (store.Entry, bool, error)
 }
 
 // LoadWith is Load or LoadSummary with options.
@@ -176,7 +176,7 @@ type colKey struct {
 	budget  int
 }
 
-func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(*store.Entry) (bool, error)) (*Dataset, error) {
+func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
 	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
@@ -203,11 +203,10 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	lastID, lastIdx := "", int32(-1)
 	err = st.EachEntry(ctx, f, func(e store.Entry) error {
 		if fix != nil {
-			fixed := e // (only a fixed entry escapes to the heap)
-			if keep, err := fix(&fixed); err != nil || !keep {
+			var keep bool
+			if e, keep, err = fix(e); err != nil || !keep {
 				return err
 			}
-			e = fixed
 		}
 		if e.Fingerprint != lastFP || slots == nil {
 			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint

@@ -93,9 +93,9 @@ func (r *rescorer) job(task string) *generate.Job {
 // fix is a report.LoadOptions.Fix: it leaves current scores (and scores
 // with no digest: imported, published figures) as they are and replaces a
 // stale score's value by its recomputation.
-func (r *rescorer) fix(e *store.Entry) (bool, error) {
+func (r *rescorer) fix(e store.Entry) (store.Entry, bool, error) {
 	if e.Digest == "" {
-		return true, nil
+		return e, true, nil
 	}
 	key := e.Key()
 	if key != r.last || r.lastValues == nil && !r.lastStale {
@@ -103,15 +103,15 @@ func (r *rescorer) fix(e *store.Entry) (bool, error) {
 		j := r.job(e.Task)
 		if j == nil {
 			r.unknown[e.Task]++
-			return true, nil
+			return e, true, nil
 		}
 		smp, err := r.sample(e.Task, e.SampleID)
 		if err != nil {
-			return false, err
+			return e, false, err
 		}
 		if smp == nil {
 			r.unknown[e.Task]++
-			return true, nil
+			return e, true, nil
 		}
 		set := generate.StopSetting{Name: e.Setting}
 		if e.SettingKey != "" {
@@ -119,7 +119,7 @@ func (r *rescorer) fix(e *store.Entry) (bool, error) {
 		}
 		if generate.ScoreDigest(j, smp, set, e.Budget, e.Prediction) == e.Digest {
 			r.lastValues = map[string]float64{} // current: keep stored values
-			return true, nil
+			return e, true, nil
 		}
 		r.recomputed++
 		r.lastStale = true
@@ -130,14 +130,14 @@ func (r *rescorer) fix(e *store.Entry) (bool, error) {
 		r.lastValues = vals
 	}
 	if !r.lastStale {
-		return true, nil
+		return e, true, nil
 	}
 	v, ok := r.lastValues[e.Metric]
 	if !ok {
-		return false, nil // the metric is no longer computed
+		return e, false, nil // the metric is no longer computed
 	}
 	e.Value = v
-	return true, nil
+	return e, true, nil
 }
 
 // sample returns a stored sample as the scorer takes it (nil when it is
