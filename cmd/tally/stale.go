@@ -23,7 +23,7 @@ import (
 type rescorer struct {
 	st *store.Store
 	// jobs is the current scoring of each task, as the newest run that
-	// named the task configured it (or the built-in task of that name).
+	// named the task configured it.
 	jobs map[string]*generate.Job
 	// samples are each task's stored samples, read when first needed;
 	// lastSample is the one last decoded (scores come grouped by sample).
@@ -75,20 +75,10 @@ func newRescorer(ctx context.Context, st *store.Store) (*rescorer, error) {
 	return r, nil
 }
 
-// job is the current scoring of a task, nil when unknown.
-func (r *rescorer) job(task string) *generate.Job {
-	if j, ok := r.jobs[task]; ok {
-		return j
-	}
-	var j *generate.Job
-	if slices.Contains(tasks.Builtin(), task) {
-		if c, err := tasks.Resolve(task); err == nil {
-			j = &generate.Job{Task: c.Task, Score: c.Scorer(), Spec: c.ScoringSpec()}
-		}
-	}
-	r.jobs[task] = j
-	return j
-}
+// job is the current scoring of a task, nil when no run names it (a task
+// file that has since moved: guessing another config of the same name
+// could call current scores stale).
+func (r *rescorer) job(task string) *generate.Job { return r.jobs[task] }
 
 // fix is a report.LoadOptions.Fix: it leaves current scores (and scores
 // with no digest: imported, published figures) as they are and replaces a
