@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"tally/store"
 )
@@ -99,28 +101,51 @@ func words(i, n int) string {
 	return b.String()
 }
 
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since start (with GOMAXPROCS=1
+// the one-core figure, less sensitive than ns/op to other processes on a
+// shared machine) and the peak resident set size so far.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+	}
+}
+
 // BenchmarkInventory is tally ls over 200,000 generations and 1,000,000
 // scores.
 func BenchmarkInventory(b *testing.B) {
 	st := bigStore(b, 50000, 0)
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := cpuTime()
 	for b.Loop() {
 		inv, err := st.Inventory(context.Background())
 		if err != nil || len(inv.Cells) != 12 {
 			b.Fatalf("%v cells, %v", len(inv.Cells), err)
 		}
 	}
+	reportCPU(b, start)
 }
 
 // BenchmarkReport is tally report (text) over 200,000 generations and
-// 1,000,000 scores: read, bootstrap every row, render.
+// 1,000,000 scores: read the scores, summarise every row, render.
 func BenchmarkReport(b *testing.B) {
 	st := bigStore(b, 50000, 0)
 	b.ReportAllocs()
 	b.ResetTimer()
+	start := cpuTime()
 	for b.Loop() {
-		ds, err := Load(context.Background(), st, store.Filter{})
+		ds, err := LoadSummary(context.Background(), st, store.Filter{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,6 +157,7 @@ func BenchmarkReport(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, start)
 }
 
 // BenchmarkHTML10k writes the HTML report of 10,000 samples (2 models ×

@@ -93,62 +93,190 @@ func (s *SampleData) Failed() bool {
 // selects, with its generation and sample. Models are named by their last
 // run (imported outputs by their "imported:NAME" fingerprint).
 func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error) {
-	inv, err := st.Inventory(ctx)
+	return LoadWith(ctx, st, f, LoadOptions{})
+}
+
+// LoadSummary reads only what the summary rows need: each TaskData has its
+// Columns, Metrics and Rows (the same as Load's) but no Samples, and no
+// prompt or continuation is read, so text, Markdown and JSON reports of a
+// large store hold a few numbers per score.
+func LoadSummary(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error) {
+	return LoadWith(ctx, st, f, LoadOptions{Summary: true})
+}
+
+// LoadOptions tune LoadWith.
+type LoadOptions struct {
+	// Summary reads what LoadSummary reads (no samples).
+	Summary bool
+	// Fix, when set, sees every stored score before it is used and
+	// returns it, with its Value changed to replace a stale score by its
+	// recomputation, or false to drop it.
+	Fix func(store.Entry) (store.Entry, bool, error)
+}
+
+// LoadWith is Load or LoadSummary with options.
+func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions) (*Dataset, error) {
+	return load(ctx, st, f, !opt.Summary, opt.Fix)
+}
+
+// series is one (column, metric)'s stored scores in the order read, in
+// chunks (so that a million appends copy nothing).
+type series struct {
+	chunks [][]point
+	n      int
+}
+
+// point is one stored score: the sample (an index into its task's ids),
+// the value and the prediction.
+type point struct {
+	idx  int32
+	val  float64
+	pred string
+}
+
+const chunkBits = 12
+
+func (s *series) add(p point) {
+	if s.n&(1<<chunkBits-1) == 0 {
+		s.chunks = append(s.chunks, make([]point, 0, 1<<chunkBits))
+	}
+	last := len(s.chunks) - 1
+	s.chunks[last] = append(s.chunks[last], p)
+	s.n++
+}
+
+func (s *series) at(k int32) *point { return &s.chunks[k>>chunkBits][k&(1<<chunkBits-1)] }
+
+// taskLoad is what load accumulates for one task.
+type taskLoad struct {
+	td      *TaskData
+	colIdx  map[colKey]int
+	ids     []string
+	idIdx   map[string]int32
+	metrics map[string]int
+	series  map[[2]int]*series // by (column, metric) index
+	budgets map[int]bool
+	samples map[[2]string]*SampleData
+}
+
+// sampleIndex returns the index of a sample id in the task's ids, adding
+// it when new.
+func (tl *taskLoad) sampleIndex(id string) int32 {
+	i, ok := tl.idIdx[id]
+	if !ok {
+		i = int32(len(tl.ids))
+		tl.idIdx[id] = i
+		tl.ids = append(tl.ids, id)
+	}
+	return i
+}
+
+type colKey struct {
+	fp, key string
+	budget  int
+}
+
+func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
+	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	gens, err := st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
-	if err != nil {
-		return nil, err
+	var gens map[string]store.Generation
+	if full {
+		if gens, err = st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
+			return nil, err
+		}
 	}
 	ds := &Dataset{}
-	byTask := map[string]*TaskData{}
-	type colKey struct {
-		fp, key string
-		budget  int
+	byTask := map[string]*taskLoad{}
+	var tl *taskLoad
+	// slots caches, per fingerprint and store cell, the column, metric and
+	// series a score goes to.
+	type slot struct {
+		tl     *taskLoad
+		ci, mi int
+		sr     *series
 	}
-	colIdx := map[string]map[colKey]int{}
-	sampleIdx := map[string]map[[2]string]*SampleData{}
-	budgets := map[string]map[int]bool{}
-	intern := map[string]string{}
-	in := func(x string) string {
-		if y, ok := intern[x]; ok {
-			return y
-		}
-		intern[x] = x
-		return x
-	}
+	slotsOf := map[string][]*slot{}
+	var slots []*slot
+	lastFP := ""
+	lastID, lastIdx := "", int32(-1)
 	err = st.EachEntry(ctx, f, func(e store.Entry) error {
-		e.Task, e.Setting, e.SettingKey, e.Metric, e.Fingerprint = in(e.Task), in(e.Setting), in(e.SettingKey), in(e.Metric), in(e.Fingerprint)
-		td := byTask[e.Task]
-		if td == nil {
-			td = &TaskData{Task: e.Task}
-			byTask[e.Task] = td
-			ds.Tasks = append(ds.Tasks, td)
-			colIdx[e.Task] = map[colKey]int{}
-			sampleIdx[e.Task] = map[[2]string]*SampleData{}
-			budgets[e.Task] = map[int]bool{}
+		if fix != nil {
+			var keep bool
+			if e, keep, err = fix(e); err != nil || !keep {
+				return err
+			}
 		}
+		if e.Fingerprint != lastFP || slots == nil {
+			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint
+		}
+		if e.Cell < len(slots) && slots[e.Cell] != nil {
+			sl := slots[e.Cell]
+			if !full {
+				if sl.tl != tl {
+					tl, lastIdx = sl.tl, -1
+				}
+				if e.SampleID != lastID || lastIdx < 0 {
+					lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
+				}
+				sl.sr.add(point{lastIdx, e.Value, e.Prediction})
+				return nil
+			}
+		}
+		if tl == nil || tl.td.Task != e.Task {
+			lastIdx = -1
+			if tl = byTask[e.Task]; tl == nil {
+				tl = &taskLoad{td: &TaskData{Task: e.Task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
+					metrics: map[string]int{}, series: map[[2]int]*series{}, budgets: map[int]bool{}, samples: map[[2]string]*SampleData{}}
+				byTask[e.Task] = tl
+				ds.Tasks = append(ds.Tasks, tl.td)
+			}
+		}
+		td := tl.td
 		ck := colKey{e.Fingerprint, e.SettingKey, e.Budget}
-		ci, ok := colIdx[e.Task][ck]
+		ci, ok := tl.colIdx[ck]
 		if !ok {
 			ci = len(td.Columns)
-			colIdx[e.Task][ck] = ci
-			td.Columns = append(td.Columns, Column{Model: modelName(inv, e.Fingerprint), Fingerprint: e.Fingerprint,
+			tl.colIdx[ck] = ci
+			td.Columns = append(td.Columns, Column{Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint,
 				Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
-			budgets[e.Task][e.Budget] = true
+			tl.budgets[e.Budget] = true
 		}
-		if !slices.Contains(td.Metrics, e.Metric) {
+		mi, ok := tl.metrics[e.Metric]
+		if !ok {
+			mi = len(td.Metrics)
+			tl.metrics[e.Metric] = mi
 			td.Metrics = append(td.Metrics, e.Metric)
 		}
+		if e.SampleID != lastID || lastIdx < 0 {
+			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
+		}
+		id := lastIdx
+		sr := tl.series[[2]int{ci, mi}]
+		if sr == nil {
+			sr = &series{}
+			tl.series[[2]int{ci, mi}] = sr
+		}
+		for len(slots) <= e.Cell {
+			slots = append(slots, nil)
+		}
+		if slots[e.Cell] == nil {
+			slots[e.Cell] = &slot{tl, ci, mi, sr}
+			slotsOf[e.Fingerprint] = slots
+		}
+		sr.add(point{id, e.Value, e.Prediction})
+		if !full {
+			return nil
+		}
 		sk := [2]string{e.SampleID, e.Fingerprint}
-		sd := sampleIdx[e.Task][sk]
+		sd := tl.samples[sk]
 		if sd == nil {
-			sd = &SampleData{ID: e.SampleID, Model: modelName(inv, e.Fingerprint), Fingerprint: e.Fingerprint, Under: map[int]*Scored{}}
+			sd = &SampleData{ID: tl.ids[id], Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint, Under: map[int]*Scored{}}
 			if g, ok := gens[e.GenKey]; ok {
 				sd.Text, sd.Finish, sd.Error, sd.Imported = g.Text, g.Finish, g.Error, g.Imported
 			}
-			sampleIdx[e.Task][sk] = sd
+			tl.samples[sk] = sd
 			td.Samples = append(td.Samples, sd)
 		}
 		sc := sd.Under[ci]
@@ -166,21 +294,31 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 		return nil, err
 	}
 	for _, td := range ds.Tasks {
-		samples, err := st.Samples(ctx, td.Task)
-		if err != nil {
-			return nil, err
-		}
-		for _, sd := range td.Samples {
-			if s, ok := samples[sd.ID]; ok {
-				sd.Prompt, sd.Refs, sd.Metadata = s.Prompt, s.Refs, s.Metadata
+		tl := byTask[td.Task]
+		if full {
+			samples, err := st.Samples(ctx, td.Task)
+			if err != nil {
+				return nil, err
 			}
+			for _, sd := range td.Samples {
+				if s, ok := samples[sd.ID]; ok {
+					sd.Prompt, sd.Refs, sd.Metadata = s.Prompt, s.Refs, s.Metadata
+				}
+			}
+			slices.SortFunc(td.Samples, func(a, b *SampleData) int {
+				return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model))
+			})
 		}
-		slices.SortFunc(td.Samples, func(a, b *SampleData) int {
-			return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model))
-		})
+		// Metrics sorted; series re-keyed by the sorted index.
+		oldMetrics := td.Metrics
+		td.Metrics = slices.Clone(oldMetrics)
 		slices.Sort(td.Metrics)
+		metricNew := make([]int, len(oldMetrics))
+		for oi, m := range oldMetrics {
+			metricNew[oi], _ = slices.BinarySearch(td.Metrics, m)
+		}
 		// Columns: by model, then setting name, then budget; indices in
-		// samples are remapped.
+		// samples and series are remapped.
 		order := make([]int, len(td.Columns))
 		for i := range order {
 			order[i] = i
@@ -195,7 +333,7 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 			newIdx[oi] = ni
 			cols[ni] = td.Columns[oi]
 			cols[ni].Label = cols[ni].Model + " " + cols[ni].Setting
-			if len(budgets[td.Task]) > 1 {
+			if len(tl.budgets) > 1 {
 				cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
 			}
 		}
@@ -207,10 +345,29 @@ func Load(ctx context.Context, st *store.Store, f store.Filter) (*Dataset, error
 			}
 			sd.Under = under
 		}
-		td.Rows = summarise(td)
+		ser := make(map[[2]int]*series, len(tl.series))
+		for k, sr := range tl.series {
+			ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
+		}
+		td.Rows = summarise(td, tl.ids, ser)
 	}
 	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	return ds, nil
+}
+
+// modelNames maps each fingerprint to the model name its newest run used.
+func modelNames(ctx context.Context, st *store.Store) (map[string]string, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	for _, r := range runs { // newest first
+		if _, ok := names[r.Fingerprint]; !ok {
+			names[r.Fingerprint] = r.Model
+		}
+	}
+	return names, nil
 }
 
 // compareIDs orders sample ids numerically when both are numbers.
@@ -223,47 +380,100 @@ func compareIDs(a, b string) int {
 	return cmp.Compare(a, b)
 }
 
-func modelName(inv *store.Inventory, fp string) string {
-	if m := inv.Models[fp]; m != "" {
+func modelName(names map[string]string, fp string) string {
+	if m := names[fp]; m != "" {
 		return m
 	}
 	return fp
 }
 
 // summarise makes the task's summary rows: per metric and column the mean
-// with its bootstrap interval, and for every column after a model's first
-// the paired difference against that first column.
-func summarise(td *TaskData) []Row {
+// with its 95% interval, and for every column after a model's first the
+// paired difference against that first column. A column's mean sums its
+// samples in sample order (ids numerically when they are numbers, as
+// SampleData are sorted); pairs go in the order of their ids as strings.
+func summarise(td *TaskData, ids []string, ser map[[2]int]*series) []Row {
+	byNum := make([]int32, len(ids))
+	byStr := make([]int32, len(ids))
+	for i := range ids {
+		byNum[i], byStr[i] = int32(i), int32(i)
+	}
+	nums := make([]int, len(ids))
+	isNum := make([]bool, len(ids))
+	for i, id := range ids {
+		n, err := strconv.Atoi(id)
+		nums[i], isNum[i] = n, err == nil
+	}
+	slices.SortStableFunc(byNum, func(a, b int32) int {
+		if isNum[a] && isNum[b] {
+			return cmp.Compare(nums[a], nums[b])
+		}
+		return cmp.Compare(ids[a], ids[b])
+	})
+	slices.SortFunc(byStr, func(a, b int32) int { return cmp.Compare(ids[a], ids[b]) })
+	// at returns, per sample index, the series position holding its
+	// value (the last one read), or -1.
+	at := func(sr *series) []int32 {
+		pos := make([]int32, len(ids))
+		for i := range pos {
+			pos[i] = -1
+		}
+		k := int32(0)
+		for _, ch := range sr.chunks {
+			for _, p := range ch {
+				pos[p.idx] = k
+				k++
+			}
+		}
+		return pos
+	}
 	var rows []Row
-	for _, m := range td.Metrics {
-		var first map[string]generate.SampleScore
+	for mi, m := range td.Metrics {
+		var first *series
+		var firstAt []int32
 		firstModel := ""
 		for ci, c := range td.Columns {
-			byID := map[string]generate.SampleScore{}
-			var vals []float64
-			for _, sd := range td.Samples {
-				if sd.Fingerprint != c.Fingerprint {
-					continue
-				}
-				sc := sd.Under[ci]
-				if sc == nil {
-					continue
-				}
-				v, ok := sc.Values[m]
-				if !ok {
-					continue
-				}
-				vals = append(vals, v)
-				byID[sd.ID] = generate.SampleScore{SampleID: sd.ID, Value: v, Prediction: sc.Prediction}
-			}
-			if len(vals) == 0 {
+			sr := ser[[2]int{ci, mi}]
+			if sr == nil || sr.n == 0 {
 				continue
 			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.Bootstrap(vals, Resamples, 0.95, Seed))}
+			pos := at(sr)
+			vals := make([]float64, 0, sr.n)
+			for _, id := range byNum {
+				if k := pos[id]; k >= 0 {
+					vals = append(vals, sr.at(k).val)
+				}
+			}
+			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
 			if first == nil || c.Model != firstModel {
-				first, firstModel = byID, c.Model
+				first, firstAt, firstModel = sr, pos, c.Model
 			} else {
-				row.Diff, row.Changed = pair(first, byID)
+				a, b := make([]float64, 0, sr.n), make([]float64, 0, sr.n)
+				changed := 0
+				for _, id := range byStr {
+					k, j := firstAt[id], pos[id]
+					if k < 0 || j < 0 {
+						continue
+					}
+					x, y := first.at(k).val, sr.at(j).val
+					a, b = append(a, x), append(b, y)
+					if x != y {
+						changed++
+					}
+				}
+				if changed > 0 {
+					row.Changed = make([]Changed, 0, changed)
+					for _, id := range byStr {
+						k, j := firstAt[id], pos[id]
+						if k < 0 || j < 0 {
+							continue
+						}
+						if x, y := first.at(k), sr.at(j); x.val != y.val {
+							row.Changed = append(row.Changed, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), x.pred, y.pred})
+						}
+					}
+				}
+				row.Diff = pairedInterval(a, b)
 			}
 			rows = append(rows, row)
 		}

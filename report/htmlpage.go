@@ -29,14 +29,14 @@ pre.raw,pre.prompt,pre.gold{background:#fafafa;border:1px solid #eee;padding:.4e
 <body>
 <div id="js-errors" hidden></div>
 <h1>{{.Title}}</h1>
-<p>{{len .Tasks}} task(s), {{.Samples}} (sample, model) pairs. Means with 95% bootstrap intervals; paired differences against each model's first setting. Jump to the <a href="#browser">sample browser</a>.</p>
+<p>{{len .Tasks}} task(s), {{.Samples}} (sample, model) pairs. Means with 95% intervals (mean ± 1.96 standard errors, as lm-evaluation-harness computes them); paired differences against each model's first setting. Jump to the <a href="#browser">sample browser</a>.</p>
 {{range .Tasks}}
 <section class="task" id="task-{{.Task}}">
 <h2>{{.Task}}</h2>
 {{range .Metrics}}
 <h3>{{.Metric}}</h3>
 <div class="charts">
-<figure>{{.Means}}<figcaption>mean and 95% bootstrap interval per model and stop setting</figcaption></figure>
+<figure>{{.Means}}<figcaption>mean and 95% interval per model and stop setting</figcaption></figure>
 {{if .Diffs}}<figure>{{.Diffs}}<figcaption>paired difference against the model's first setting, with 95% interval</figcaption></figure>{{end}}
 </div>
 <table><tr><th>setting</th><th>n</th><th>mean</th><th>95% CI</th><th>diff vs first</th><th>95% CI</th><th>changed</th></tr>

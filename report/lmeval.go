@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"tally/scoring/stats"
 )
 
 // The lm-evaluation-harness layout, as lm_eval/loggers/evaluation_tracker.py
@@ -100,22 +102,7 @@ func hashString(s string) string {
 
 // stderr is lm-eval's mean_stderr: the sample standard deviation (n-1)
 // over sqrt(n); NaN for fewer than two values.
-func stderr(xs []float64) float64 {
-	n := float64(len(xs))
-	if len(xs) < 2 {
-		return math.NaN()
-	}
-	var mu float64
-	for _, x := range xs {
-		mu += x
-	}
-	mu /= n
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mu) * (x - mu)
-	}
-	return math.Sqrt(ss/(n-1)) / math.Sqrt(n)
-}
+func stderr(xs []float64) float64 { return stats.MeanStderr(xs) }
 
 // jsonFloat writes NaN as lm-eval does ("N/A").
 func jsonFloat(v float64) any {

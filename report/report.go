@@ -1,5 +1,5 @@
 // Package report turns scores into comparison rows and renders them as
-// text, Markdown, HTML or JSON. It aggregates (means, bootstrap intervals,
+// text, Markdown, HTML or JSON. It aggregates (means, 95% intervals,
 // paired differences) but never computes a score. Failed samples (backend
 // error, prompt beyond the context) count as 0 in every mean, and every
 // row says how many there were; an undefined figure is "n/a" in text and
@@ -19,12 +19,16 @@ import (
 	"tally/scoring/stats"
 )
 
-// Bootstrap settings: fixed, so the same scores always give the same
-// intervals.
-const (
-	Resamples = 2000
-	Seed      = 20261122
-)
+// Level is the confidence level of every interval a report shows. Every
+// figure is a mean of per-sample scores, so, as lm-evaluation-harness does
+// for its "mean" aggregations (stderr_for_metric in lm_eval/api/metrics.py
+// picks the analytic mean_stderr and bootstraps only other aggregations),
+// intervals are analytic: mean ± 1.96 × the standard error of the mean, the
+// same standard error written to lm-eval results files; a paired difference
+// uses the standard error of the per-sample differences. They are exact,
+// deterministic and linear in the number of samples (a bootstrap of 2,000
+// resamples costs 2,000 passes over them).
+const Level = 0.95
 
 // Row is one (task, metric, column) line of a comparison; a column is a
 // stop setting, prefixed by the model when models are compared.
@@ -125,7 +129,7 @@ func Compare(jobs []*generate.Job, models []string, results []generate.Results) 
 						label = models[mi] + " " + label
 					}
 					row := Row{Task: j.Task, Metric: m, Setting: label, N: len(xs), Scored: len(xs) - failed, Failed: failed,
-						Mean: interval(stats.Bootstrap(vals, Resamples, 0.95, Seed))}
+						Mean: interval(stats.MeanInterval(vals, Level))}
 					if len(xs) == 0 {
 						nan := generate.Mean(math.NaN())
 						row.Mean = Interval{nan, nan, nan}
@@ -172,12 +176,18 @@ func pair(first, this map[string]generate.SampleScore) (*Interval, []Changed) {
 			ch = append(ch, Changed{id, generate.Mean(x.Value), generate.Mean(y.Value), x.Prediction, y.Prediction})
 		}
 	}
+	return pairedInterval(a, b), ch
+}
+
+// pairedInterval is the paired difference b-a with its interval (all NaN
+// when nothing pairs).
+func pairedInterval(a, b []float64) *Interval {
 	if len(a) == 0 {
 		nan := generate.Mean(math.NaN())
-		return &Interval{nan, nan, nan}, ch
+		return &Interval{nan, nan, nan}
 	}
-	d := interval(stats.PairedBootstrap(a, b, Resamples, 0.95, Seed))
-	return &d, ch
+	d := interval(stats.PairedMeanInterval(a, b, Level))
+	return &d
 }
 
 // cells formats a row's figures as the renderers show them ("n/a" for an

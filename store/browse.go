@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -57,6 +59,38 @@ type Inventory struct {
 	LastRun map[string]Run `json:"last_run"`
 }
 
+// Models maps every fingerprint with stored generations or runs to the
+// model name its newest run used (the fingerprint itself when no run names
+// it, as for imported outputs): Inventory's Models without counting
+// anything.
+func (s *Store) Models(ctx context.Context) (map[string]string, error) {
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	models := map[string]string{}
+	for _, r := range runs { // newest first
+		if _, ok := models[r.Fingerprint]; !ok {
+			models[r.Fingerprint] = r.Model
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT fingerprint FROM generations`)
+	if err != nil {
+		return nil, fmt.Errorf("list fingerprints: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var fp string
+		if err := rows.Scan(&fp); err != nil {
+			return nil, fmt.Errorf("list fingerprints: %w", err)
+		}
+		if _, ok := models[fp]; !ok {
+			models[fp] = fp
+		}
+	}
+	return models, rows.Err()
+}
+
 // Inventory reads what the store holds: per model and task the generation
 // counts, per model, task, setting and budget the scored samples and
 // metrics, and each model's last run.
@@ -87,38 +121,75 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 		nSamples[t] = n
 	}
 	rows.Close()
-	rows, err = s.db.QueryContext(ctx, `SELECT fingerprint, task, COUNT(*),
-		SUM(CASE WHEN finish IN ('error','context') THEN 1 ELSE 0 END), SUM(imported), MAX(budget)
-		FROM generations GROUP BY fingerprint, task ORDER BY fingerprint, task`)
+	// One pass over the generations, one joined column a row, counts them
+	// per model and task and maps every generation key to its model.
+	fieldSep := s.fieldSep()
+	rows, err = s.db.QueryContext(ctx, `SELECT concat_ws(?, key, task, finish, imported, budget, fingerprint) FROM generations`, fieldSep)
 	if err != nil {
 		return nil, fmt.Errorf("count generations: %w", err)
 	}
-	for rows.Next() {
-		var t TaskState
-		if err := rows.Scan(&t.Fingerprint, &t.Task, &t.Generated, &t.Failed, &t.Imported, &t.MaxBudget); err != nil {
-			rows.Close()
-			return nil, err
+	type fpTask struct{ fp, task string }
+	states := map[fpTask]*TaskState{}
+	intern := map[string]string{}
+	in := func(b []byte) string {
+		if x, ok := intern[string(b)]; ok {
+			return x
 		}
+		x := string(b)
+		intern[x] = x
+		return x
+	}
+	fpOf := map[string]string{}
+	var raw sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&raw); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count generations: %w", err)
+		}
+		parts := bytes.SplitN(raw, []byte(fieldSep), 6)
+		if len(parts) != 6 {
+			rows.Close()
+			return nil, fmt.Errorf("count generations: malformed row %q", raw)
+		}
+		imported, err1 := strconv.Atoi(string(parts[3]))
+		budget, err2 := strconv.Atoi(string(parts[4]))
+		if err1 != nil || err2 != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count generations: malformed row %q", raw)
+		}
+		fp, task := in(parts[5]), in(parts[1])
+		fpOf[string(parts[0])] = fp
+		t := states[fpTask{fp, task}]
+		if t == nil {
+			t = &TaskState{Fingerprint: fp, Task: task}
+			states[fpTask{fp, task}] = t
+		}
+		t.Generated++
+		if f := string(parts[2]); f == "error" || f == "context" {
+			t.Failed++
+		}
+		t.Imported += imported
+		t.MaxBudget = max(t.MaxBudget, budget)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("count generations: %w", err)
+	}
+	for _, t := range states {
 		t.Samples = nSamples[t.Task]
 		t.Pending = max(t.Samples-t.Generated, 0)
 		if _, ok := inv.Models[t.Fingerprint]; !ok {
 			inv.Models[t.Fingerprint] = t.Fingerprint
 		}
-		inv.Tasks = append(inv.Tasks, t)
+		inv.Tasks = append(inv.Tasks, *t)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	// Scores carry their task and setting; their generation's key names the
-	// model, so resolve keys to fingerprints once.
-	fpOf, err := s.keyFingerprints(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// Rows are scanned as raw bytes and strings interned, so a million
-	// scores cost few allocations; a cell's scored samples are the most
-	// rows any one of its metrics has (the primary key makes a (generation,
-	// sample, setting, budget, metric) row unique).
+	slices.SortFunc(inv.Tasks, func(a, b TaskState) int {
+		return cmp.Or(cmp.Compare(a.Fingerprint, b.Fingerprint), cmp.Compare(a.Task, b.Task))
+	})
+	// A million scores cross the driver, whose cost is per column: each
+	// comes as one column, its generation key (a hexadecimal digest)
+	// joined to its cell's names (parsed once per cell); a cell's scored
+	// samples are the most rows any one of its metrics has (the primary key
+	// makes a (generation, sample, setting, budget, metric) row unique).
 	type cellKey struct {
 		fp, task, settingKey string
 		budget               int
@@ -127,39 +198,77 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 		setting string
 		metrics map[string]int
 	}
-	intern := map[string]string{}
-	in := func(b sql.RawBytes) string {
-		if x, ok := intern[string(b)]; ok {
-			return x
-		}
-		x := string(b)
-		intern[x] = x
-		return x
+	type named struct {
+		task, setting, settingKey, metric string
+		budget                            int
 	}
-	cells := map[cellKey]*acc{}
-	var order []cellKey
-	rows, err = s.db.QueryContext(ctx, `SELECT gen_key, task, setting, setting_key, budget, metric FROM scores`)
+	var names []named
+	nameIdx := map[string]int{}
+	counts := map[[2]int]int{} // (fingerprint, cell name) → rows
+	fpIdx := map[string]int{}
+	var fpList []string
+	rows, err = s.db.QueryContext(ctx, `SELECT concat_ws(?, gen_key, task, budget, metric, setting, setting_key) FROM scores`, fieldSep)
 	if err != nil {
 		return nil, fmt.Errorf("read scores: %w", err)
 	}
 	defer rows.Close()
-	var genKey, task, setting, settingKey, metric sql.RawBytes
-	var budget int
+	lastKey, lastFP := "", -1
 	for rows.Next() {
-		if err := rows.Scan(&genKey, &task, &setting, &settingKey, &budget, &metric); err != nil {
-			return nil, err
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
 		}
-		k := cellKey{fpOf[string(genKey)], in(task), in(settingKey), budget}
-		a := cells[k]
-		if a == nil {
-			a = &acc{setting: in(setting), metrics: map[string]int{}}
-			cells[k] = a
-			order = append(order, k)
+		g := bytes.IndexByte(raw, fieldSep[0])
+		if g < 0 {
+			return nil, fmt.Errorf("read scores: malformed row %q", raw)
 		}
-		a.metrics[in(metric)]++
+		if lastFP < 0 || string(raw[:g]) != lastKey {
+			lastKey = string(raw[:g])
+			fp, ok := fpOf[lastKey]
+			if !ok {
+				lastFP = -2 // a score whose generation is gone
+			} else if lastFP, ok = fpIdx[fp]; !ok {
+				lastFP = len(fpList)
+				fpIdx[fp] = lastFP
+				fpList = append(fpList, fp)
+			}
+		}
+		if lastFP == -2 {
+			continue
+		}
+		ni, ok := nameIdx[string(raw[g+1:])]
+		if !ok {
+			k := string(raw[g+1:])
+			parts := strings.SplitN(k, fieldSep, 5)
+			if len(parts) != 5 {
+				return nil, fmt.Errorf("read scores: malformed cell %q", k)
+			}
+			b, err := strconv.Atoi(parts[1])
+			if err != nil {
+				return nil, fmt.Errorf("read scores: malformed cell %q", k)
+			}
+			ni = len(names)
+			nameIdx[k] = ni
+			names = append(names, named{task: parts[0], budget: b, metric: parts[2], setting: parts[3], settingKey: parts[4]})
+		}
+		counts[[2]int{lastFP, ni}]++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read scores: %w", err)
+	}
+	cells := map[cellKey]*acc{}
+	var order []cellKey
+	for k, n := range counts {
+		nm := names[k[1]]
+		ck := cellKey{fpList[k[0]], nm.task, nm.settingKey, nm.budget}
+		a := cells[ck]
+		if a == nil {
+			a = &acc{setting: nm.setting, metrics: map[string]int{}}
+			cells[ck] = a
+			order = append(order, ck)
+		}
+		// Several names for one setting key: the first in name order.
+		a.setting = min(a.setting, nm.setting)
+		a.metrics[nm.metric] += n
 	}
 	for _, k := range order {
 		a := cells[k]
@@ -175,27 +284,38 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	return inv, nil
 }
 
-// keyFingerprints maps every generation key to its model fingerprint.
-func (s *Store) keyFingerprints(ctx context.Context) (map[string]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, fingerprint FROM generations`)
+// keyFingerprints maps every generation key to its model fingerprint
+// (only those of the given fingerprints, when there are any).
+func (s *Store) keyFingerprints(ctx context.Context, only []string) (map[string]string, error) {
+	fieldSep := s.fieldSep()
+	q, args := `SELECT concat_ws(?, key, fingerprint) FROM generations`, []any{fieldSep}
+	if len(only) > 0 {
+		q += " WHERE fingerprint IN (" + placeholders(len(only)) + ")"
+		args = append(args, anys(only)...)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read generation keys: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	fps := map[string]string{} // intern fingerprints
-	var k string
 	var raw sql.RawBytes
 	for rows.Next() {
-		if err := rows.Scan(&k, &raw); err != nil {
-			return nil, err
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("read generation keys: %w", err)
 		}
-		fp, ok := fps[string(raw)]
+		// The key is hexadecimal; the fingerprint is the rest.
+		i := bytes.IndexByte(raw, fieldSep[0])
+		if i < 0 {
+			return nil, fmt.Errorf("read generation keys: malformed row %q", raw)
+		}
+		fp, ok := fps[string(raw[i+1:])]
 		if !ok {
-			fp = string(raw)
+			fp = string(raw[i+1:])
 			fps[fp] = fp
 		}
-		out[k] = fp
+		out[string(raw[:i])] = fp
 	}
 	return out, rows.Err()
 }
@@ -203,6 +323,10 @@ func (s *Store) keyFingerprints(ctx context.Context) (map[string]string, error) 
 // Entry is one stored score with the model that made its generation.
 type Entry struct {
 	Fingerprint string
+	// Cell numbers the score's (task, setting, setting key, budget,
+	// metric) within one EachEntry call, from 0, so that a caller can
+	// index what it keeps per cell instead of hashing the names.
+	Cell int
 	Score
 }
 
@@ -231,34 +355,107 @@ func (f Filter) where(alias string) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// fieldSep is the byte that separates the fields EachEntry has the engine
+// join into one column: for SQLite 0xFF, which no UTF-8 text holds (sample
+// ids, like every name, come from JSON or the command line); PostgreSQL
+// refuses invalid UTF-8, so it gets U+001F, which no id or name holds in
+// practice. Generation keys and digests are hexadecimal.
+func (s *Store) fieldSep() string {
+	if s.db.eng == postgresEngine {
+		return "\x1f"
+	}
+	return "\xff"
+}
+
 // EachEntry calls fn with every stored score the filter selects, with its
-// model's fingerprint, in no particular order, without holding them all.
+// model's fingerprint and digest (RunID is not read), in no particular
+// order, without holding them all (entries share their strings).
+//
+// A million scores cross the driver here, whose cost is per column, so a
+// score's identifiers (generation key, sample id, task, budget, metric,
+// setting, setting key, digest) come joined in one column (concat_ws,
+// which both engines have: one copy, where || copies at every step) and the
+// fingerprint is resolved from the generation key in Go rather than by a
+// join.
 func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) error {
-	q := `SELECT g.fingerprint, s.gen_key, s.task, s.sample_id, s.setting, s.setting_key, s.budget, s.metric,
-		COALESCE(s.value,0), s.prediction, COALESCE(s.run_id,0)
-		FROM scores s JOIN generations g ON g.key = s.gen_key`
-	where, args := f.where("g.")
-	where = strings.ReplaceAll(where, "g.task", "s.task")
+	fpOf, err := s.keyFingerprints(ctx, f.Fingerprints)
+	if err != nil {
+		return err
+	}
+	fieldSep := s.fieldSep()
+	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest),
+		COALESCE(value,0), prediction FROM scores`
+	args := []any{fieldSep}
+	var conds []string
+	if len(f.Fingerprints) > 0 {
+		conds = append(conds, "gen_key IN (SELECT key FROM generations WHERE fingerprint IN ("+placeholders(len(f.Fingerprints))+"))")
+		args = append(args, anys(f.Fingerprints)...)
+	}
+	if len(f.Tasks) > 0 {
+		conds = append(conds, "task IN ("+placeholders(len(f.Tasks))+")")
+		args = append(args, anys(f.Tasks)...)
+	}
 	if len(f.Settings) > 0 {
-		if where != "" {
-			where += " AND "
-		}
-		where += "s.setting IN (" + placeholders(len(f.Settings)) + ")"
+		conds = append(conds, "setting IN ("+placeholders(len(f.Settings))+")")
 		args = append(args, anys(f.Settings)...)
 	}
-	if where != "" {
-		q += " WHERE " + where
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
 	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read scores: %w", err)
 	}
 	defer rows.Close()
+	type cell struct {
+		task, metric, setting, settingKey string
+		budget, id                        int
+	}
+	cells := map[string]cell{}
+	var raw sql.RawBytes
+	var e Entry
 	for rows.Next() {
-		var e Entry
-		if err := rows.Scan(&e.Fingerprint, &e.GenKey, &e.Task, &e.SampleID, &e.Setting, &e.SettingKey, &e.Budget, &e.Metric,
-			&e.Value, &e.Prediction, &e.RunID); err != nil {
+		if err := rows.Scan(&raw, &e.Value, &e.Prediction); err != nil {
 			return fmt.Errorf("read scores: %w", err)
+		}
+		// The generation key and sample id come first, the score's digest
+		// last: what lies between (the cell) repeats for every score of
+		// the cell and is parsed once; consecutive rows mostly share their
+		// generation, sample and digest, which are then not copied again.
+		g := bytes.IndexByte(raw, fieldSep[0])
+		h := g + 1 + bytes.IndexByte(raw[g+1:], fieldSep[0])
+		i := bytes.LastIndexByte(raw, fieldSep[0])
+		if g < 0 || h <= g || i <= h {
+			return fmt.Errorf("read scores: malformed row %q", raw)
+		}
+		genKey, sampleID, cellRaw, digest := raw[:g], raw[g+1:h], raw[h+1:i], raw[i+1:]
+		if string(digest) != e.Digest {
+			e.Digest = string(digest)
+		}
+		if string(sampleID) != e.SampleID {
+			e.SampleID = string(sampleID)
+		}
+		c, ok := cells[string(cellRaw)]
+		if !ok {
+			k := string(cellRaw)
+			parts := strings.SplitN(k, fieldSep, 5)
+			if len(parts) != 5 {
+				return fmt.Errorf("read scores: malformed cell %q", k)
+			}
+			b, err := strconv.Atoi(parts[1])
+			if err != nil {
+				return fmt.Errorf("read scores: malformed cell %q", k)
+			}
+			c = cell{task: parts[0], budget: b, metric: parts[2], setting: parts[3], settingKey: parts[4], id: len(cells)}
+			cells[k] = c
+		}
+		e.Task, e.Budget, e.Metric, e.Setting, e.SettingKey, e.Cell = c.task, c.budget, c.metric, c.setting, c.settingKey, c.id
+		if e.GenKey == "" || e.GenKey != string(genKey) {
+			e.GenKey = string(genKey)
+			e.Fingerprint = fpOf[e.GenKey]
+		}
+		if e.Fingerprint == "" {
+			continue // a score whose generation is gone
 		}
 		if err := fn(e); err != nil {
 			return err

@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"tally/internal/sharedtest"
+	"tally/store"
 )
 
 func tallyOut(t *testing.T, args ...string) string {
@@ -165,5 +168,80 @@ func TestImportPublished(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("missing rows for %v", want)
+	}
+}
+
+// TestStoreReportRescoresStale makes some stored scores stale (their value
+// changed and their digest no longer the current scoring's, as after a
+// metric's version changed) and checks that the store-only report shows
+// the recomputed values, says so, and leaves current scores alone.
+func TestStoreReportRescoresStale(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	tallyOut(t, "demo", "--store", db, "--stop", "dot=.", "--stop", `nl=\n`, "--limit", "6")
+	want := tallyOut(t, "report", "--store", db, "--format", "json")
+
+	ctx := context.Background()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens, err := st.ReadGenerationsOf(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range gens {
+		keys = append(keys, k)
+	}
+	scores, err := st.ScoresFor(ctx, keys)
+	if err != nil || len(scores) == 0 {
+		t.Fatalf("%d scores, %v", len(scores), err)
+	}
+	// Every score: a wrong value under a digest of an older scoring.
+	stale := slices.Clone(scores)
+	for i := range stale {
+		stale[i].Value = 0.5 + stale[i].Value/3
+		stale[i].Digest = "digest-of-an-older-metric-version"
+	}
+	if err := st.PutScores(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	var errb bytes.Buffer
+	cmd := exec.Command(built, "report", "--store", db, "--format", "json")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("report: %v\n%s", err, errb.String())
+	}
+	if out.String() != want {
+		t.Errorf("report over stale scores shows\n%s\nwant (recomputed)\n%s", out.String(), want)
+	}
+	if !strings.Contains(errb.String(), "recomputed") || !strings.Contains(errb.String(), "stale") {
+		t.Errorf("stderr does not say stale scores were recomputed: %q", errb.String())
+	}
+	// The report never writes the store: the stale scores are still there.
+	st, err = store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	after, err := st.ScoresFor(ctx, keys)
+	if err != nil || len(after) != len(scores) || after[0].Digest != "digest-of-an-older-metric-version" {
+		t.Errorf("store changed by report: %d scores, %v", len(after), err)
+	}
+	// A current digest is trusted: the same wrong value under the current
+	// digest is shown as stored (nothing is recomputed needlessly).
+	current := slices.Clone(scores)
+	for i := range current {
+		current[i].Value = 0.5 + current[i].Value/3
+	}
+	if err := st.PutScores(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	if got := tallyOut(t, "report", "--store", db, "--format", "json"); got == want {
+		t.Errorf("scores with a current digest were recomputed")
 	}
 }

@@ -15,9 +15,9 @@ import (
 
 func newCompareCmd() *cobra.Command {
 	return comparisonCmd("compare", "text",
-		"Compare stop settings (or models) side by side from stored generations: mean, bootstrap 95% CI, paired difference, changed samples",
+		"Compare stop settings (or models) side by side from stored generations: mean, 95% CI (mean ± 1.96 standard errors), paired difference, changed samples",
 		"compare scores every stop setting from the same stored generations (no model work, and it never writes the store) and shows, per task and metric, "+
-			"the mean with a bootstrap 95% interval, the paired difference against the first setting, and the samples whose score changed. "+
+			"the mean with a 95% interval (mean ± 1.96 × lm-eval's mean_stderr), the paired difference against the first setting, and the samples whose score changed. "+
 			"With --against MODEL, the second model's stored generations are set beside the first's, each setting paired by sample with the first model at the same setting. "+
 			"Settings that need more generation are reported; run `tally run` with the same flags first.")
 }
@@ -26,7 +26,7 @@ func newReportCmd() *cobra.Command {
 	return comparisonCmd("report", "markdown",
 		"Render stored scores as Markdown, HTML, text or JSON (no scoring, no model work)",
 		"report renders the stored scores per task, metric and stop setting "+
-			"(and model, with --against), with bootstrap 95% intervals and paired differences. It never writes the store: a score whose inputs "+
+			"(and model, with --against), with 95% intervals (mean ± 1.96 standard errors) and paired differences. It never writes the store: a score whose inputs "+
 			"changed since it was stored (data, metrics, task fields) is recomputed in memory first, and the number recomputed is said on stderr.")
 }
 

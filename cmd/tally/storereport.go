@@ -26,11 +26,11 @@ func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stop
 	if model == "" {
 		return f, nil
 	}
-	inv, err := st.Inventory(ctx)
+	models, err := st.Models(ctx)
 	if err != nil {
 		return f, err
 	}
-	for fp, m := range inv.Models {
+	for fp, m := range models {
 		if m == model || fp == model || fp == "imported:"+model {
 			f.Fingerprints = append(f.Fingerprints, fp)
 		}
@@ -58,10 +58,18 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if err != nil {
 		return err
 	}
-	ds, err := report.Load(ctx, st, filter)
+	// Stale scores are recomputed in memory; tables need the summary
+	// alone; the HTML page and lm-eval files show every sample.
+	rs, err := newRescorer(ctx, st)
 	if err != nil {
 		return err
 	}
+	opt := report.LoadOptions{Summary: format != "html" && outputPath == "", Fix: rs.fix}
+	ds, err := report.LoadWith(ctx, st, filter, opt)
+	if err != nil {
+		return err
+	}
+	rs.note(stderr)
 	ds.Title = "tally report: " + f.storePath
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
@@ -100,7 +108,11 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 	if err != nil {
 		return err
 	}
-	ds, err := report.Load(ctx, st, filter)
+	rs, err := newRescorer(ctx, st)
+	if err != nil {
+		return err
+	}
+	ds, err := report.LoadWith(ctx, st, filter, report.LoadOptions{Fix: rs.fix})
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,7 @@
 // Package stats holds the aggregations shared by tally's metrics and
-// reports: means and seeded bootstrap confidence intervals, plain and paired.
+// reports: means with analytic (normal) confidence intervals, plain and
+// paired, and seeded bootstrap intervals for statistics that are not a
+// mean.
 package stats
 
 import (
@@ -25,6 +27,57 @@ type Interval struct {
 	Estimate float64 `json:"estimate"`
 	Low      float64 `json:"low"`
 	High     float64 `json:"high"`
+}
+
+// MeanStderr is the standard error of the mean of xs: the sample standard
+// deviation (n-1 denominator) over sqrt(n), lm-evaluation-harness's
+// mean_stderr (lm_eval/api/metrics.py, which stderr_for_metric uses for
+// every "mean" aggregation and bootstraps only other aggregations). NaN for
+// fewer than two values.
+func MeanStderr(xs []float64) float64 {
+	n := len(xs)
+	if n < 2 {
+		return math.NaN()
+	}
+	mu := Mean(xs)
+	ss := 0.0
+	for _, x := range xs {
+		d := x - mu
+		ss += d * d
+	}
+	return math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+}
+
+// z returns the two-sided standard normal quantile for a confidence level
+// (1.959963984540054 for 0.95).
+func z(level float64) float64 { return math.Sqrt2 * math.Erfinv(level) }
+
+// MeanInterval returns the mean of xs with the normal-approximation
+// interval at the given confidence level: mean ± z·MeanStderr(xs), so a
+// 95% interval is exactly mean ± 1.96 × the stderr lm-evaluation-harness
+// reports for the same values. Its bounds are NaN for fewer than two values.
+// It is deterministic and linear in len(xs).
+func MeanInterval(xs []float64, level float64) Interval {
+	est := Mean(xs)
+	se := MeanStderr(xs)
+	if math.IsNaN(se) {
+		return Interval{est, math.NaN(), math.NaN()}
+	}
+	h := z(level) * se
+	return Interval{est, est - h, est + h}
+}
+
+// PairedMeanInterval returns the mean difference b-a over paired
+// observations with the normal-approximation interval of the mean of the
+// per-pair differences (the paired-differences standard error of Miller,
+// "Adding Error Bars to Evals", arXiv:2411.00640, §4). a and b must have
+// the same length.
+func PairedMeanInterval(a, b []float64, level float64) Interval {
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = b[i] - a[i]
+	}
+	return MeanInterval(d, level)
 }
 
 // Bootstrap returns the mean of xs with a percentile bootstrap interval at

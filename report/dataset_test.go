@@ -1,0 +1,174 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"tally/generate"
+	"tally/scoring/stats"
+	"tally/store"
+)
+
+// referenceRows is the summary computed the plain way, from every
+// SampleData of a fully loaded task (the per-sample maps the HTML page
+// shows), as summarise did before it worked on columns of scores.
+func referenceRows(td *TaskData) []Row {
+	var rows []Row
+	for _, m := range td.Metrics {
+		var first map[string]generate.SampleScore
+		firstModel := ""
+		for ci, c := range td.Columns {
+			byID := map[string]generate.SampleScore{}
+			var vals []float64
+			for _, sd := range td.Samples {
+				if sd.Fingerprint != c.Fingerprint || sd.Under[ci] == nil {
+					continue
+				}
+				v, ok := sd.Under[ci].Values[m]
+				if !ok {
+					continue
+				}
+				vals = append(vals, v)
+				byID[sd.ID] = generate.SampleScore{SampleID: sd.ID, Value: v, Prediction: sd.Under[ci].Prediction}
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
+			if first == nil || c.Model != firstModel {
+				first, firstModel = byID, c.Model
+			} else {
+				ids := make([]string, 0, len(byID))
+				for id := range byID {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				var a, b []float64
+				for _, id := range ids {
+					x, ok := first[id]
+					if !ok {
+						continue
+					}
+					y := byID[id]
+					a, b = append(a, x.Value), append(b, y.Value)
+					if x.Value != y.Value {
+						row.Changed = append(row.Changed, Changed{id, generate.Mean(x.Value), generate.Mean(y.Value), x.Prediction, y.Prediction})
+					}
+				}
+				row.Diff = pairedInterval(a, b)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// mixedStore holds two models, two tasks, numeric and other sample ids,
+// non-binary values, a NULL value, a sample only one setting scored, a
+// setting with two sequences and two budgets of one task.
+func mixedStore(t *testing.T) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, m := range []string{"b-model", "a-model"} {
+		if _, err := st.StartRun(ctx, store.Run{Command: "run", Model: m, Fingerprint: "fp-" + m, Config: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := []string{"10", "9", "x-2", "100", "x-10", "1", "b", "a"}
+	var gens []store.Generation
+	var scores []store.Score
+	for mi, m := range []string{"a-model", "b-model"} {
+		for ti, task := range []string{"t1", "t2"} {
+			for i, id := range ids {
+				key := fmt.Sprintf("%x", mi*1000+ti*100+i)
+				gens = append(gens, store.Generation{Key: key, Fingerprint: "fp-" + m, Task: task, SampleID: id, Text: "x", Finish: "eos", Budget: 16, Stops: json.RawMessage(`{}`)})
+				for si, set := range []struct{ name, key string }{{"nl", "\n"}, {"both", ".\x00\n"}, {"none", ""}} {
+					if si == 1 && i == 3 {
+						continue // only some settings scored this sample
+					}
+					for _, budget := range []int{16, 32} {
+						if task == "t1" && budget == 32 {
+							continue
+						}
+						for _, metric := range []string{"f1", "em"} {
+							v := math.Mod(float64(i*7+si*3+mi+budget), 5) / 4
+							if metric == "em" {
+								v = math.Floor(v)
+							}
+							if i == 5 && si == 2 {
+								v = math.NaN() // stored as NULL
+							}
+							scores = append(scores, store.Score{GenKey: key, Task: task, SampleID: id, Setting: set.name, SettingKey: set.key,
+								Budget: budget, Metric: metric, Value: v, Prediction: fmt.Sprintf("p%d-%d", i, si)})
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := st.PutGenerations(ctx, gens, scores); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestSummaryMatchesSamples(t *testing.T) {
+	st := mixedStore(t)
+	ctx := context.Background()
+	filters := []store.Filter{
+		{},
+		{Tasks: []string{"t2"}},
+		{Fingerprints: []string{"fp-b-model"}},
+		{Settings: []string{"none", "both"}},
+	}
+	for _, f := range filters {
+		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
+			full, err := Load(ctx, st, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := LoadSummary(ctx, st, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(full.Tasks) == 0 || len(full.Tasks) != len(sum.Tasks) {
+				t.Fatalf("%d tasks in full, %d in summary", len(full.Tasks), len(sum.Tasks))
+			}
+			for i, td := range full.Tasks {
+				want := referenceRows(td)
+				if len(want) == 0 {
+					t.Fatalf("%s: no rows", td.Task)
+				}
+				if js(td.Rows) != js(want) {
+					t.Errorf("%s: Load rows\n%s\nwant\n%s", td.Task, js(td.Rows), js(want))
+				}
+				s := sum.Tasks[i]
+				if s.Samples != nil || !reflect.DeepEqual(s.Columns, td.Columns) || !reflect.DeepEqual(s.Metrics, td.Metrics) {
+					t.Errorf("%s: summary columns %v metrics %v, %d samples", s.Task, s.Columns, s.Metrics, len(s.Samples))
+				}
+				if js(s.Rows) != js(want) {
+					t.Errorf("%s: LoadSummary rows\n%s\nwant\n%s", s.Task, js(s.Rows), js(want))
+				}
+			}
+		})
+	}
+}
+
+func js(rows []Row) string {
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
