@@ -115,7 +115,7 @@ func TestMetricVersionBumpMakesStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	bumped := func(name string) string {
-		if name == "f1" {
+		if name == "drop-fixed" {
 			return metricVersion(name) + "-bumped"
 		}
 		return metricVersion(name)
@@ -125,7 +125,7 @@ func TestMetricVersionBumpMakesStale(t *testing.T) {
 	set := c.Settings()[0]
 	for _, s := range l.Samples {
 		if generate.ScoreDigest(now, &s, set, c.MaxTokens, "x") == generate.ScoreDigest(next, &s, set, c.MaxTokens, "x") {
-			t.Fatalf("sample %s: digest unchanged by a version bump of f1", s.ID)
+			t.Fatalf("sample %s: digest unchanged by a version bump of drop-fixed", s.ID)
 		}
 	}
 	if c.scoringSpec(metricVersion) != c.ScoringSpec() {

@@ -49,7 +49,11 @@ func TestLoadAndScore(t *testing.T) {
 		metric     string
 		want       float64
 	}{
-		{"demo", "", 0, 16, func(r json.RawMessage) string { var x []string; json.Unmarshal(r, &x); return " " + x[0] }, "exact_match", 1},
+		{"demo", "", 0, 40, func(r json.RawMessage) string {
+			var x [][]string
+			json.Unmarshal(r, &x)
+			return " " + strings.Join(x[0], ", ")
+		}, "drop.em", 1},
 		{"drop", "data/drop/drop_dataset_dev.subset.json", 0, 40, func(r json.RawMessage) string {
 			var x [][]string
 			json.Unmarshal(r, &x)
@@ -201,7 +205,8 @@ func TestSetKeepsOtherFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxTokens != 7 || c.Lang != "ZH" || c.Stop["nl"][0] != "\n" || c.Prompt != "Question: {{.question}}\nAnswer:" {
+	if none, ok := c.Stop["none"]; c.MaxTokens != 7 || c.Lang != "ZH" || c.Stop["nl"][0] != "\n" || !ok || len(none) != 0 ||
+		c.Prompt != "Passage: {{.passage}}\nQuestion: {{.question}}\nAnswer:" {
 		t.Errorf("--set max_tokens=7 lang=ZH: got %+v", c)
 	}
 	if _, err := ResolveWith("demo", map[string]string{"no_such_field": "1"}); err == nil || !strings.Contains(err.Error(), "no_such_field") {
@@ -272,7 +277,8 @@ func FuzzSetFields(f *testing.F) {
 		if err := yaml.Unmarshal(out, &c); err != nil {
 			return // the new value may make the document invalid; decoding reports it
 		}
-		if len(c.Stop["nl"]) != 1 || c.Stop["nl"][0] != "\n" || c.Prompt != "Question: {{.question}}\nAnswer:" {
+		if none, ok := c.Stop["none"]; len(c.Stop["nl"]) != 1 || c.Stop["nl"][0] != "\n" || !ok || len(none) != 0 ||
+			c.Prompt != "Passage: {{.passage}}\nQuestion: {{.question}}\nAnswer:" {
 			t.Fatalf("--set %s=%q changed other fields:\n%s", key, val, out)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -378,8 +379,20 @@ type rawGenConfig struct {
 // LoadConfig reads dir/config.json and, when present, dir/generation_config.json
 // (whose eos_token_id takes precedence).
 func LoadConfig(dir string) (Config, error) {
+	return loadConfig(func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }, dir)
+}
+
+// LoadConfigFS is LoadConfig for a model held in fsys (config.json and
+// generation_config.json at its root); label names the model in errors.
+func LoadConfigFS(fsys fs.FS, label string) (Config, error) {
+	return loadConfig(func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) }, label)
+}
+
+// loadConfig reads config.json and generation_config.json with read; dir
+// names them in errors.
+func loadConfig(read func(name string) ([]byte, error), dir string) (Config, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := read("config.json")
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
@@ -388,9 +401,9 @@ func LoadConfig(dir string) (Config, error) {
 		return Config{}, err
 	}
 	gpath := filepath.Join(dir, "generation_config.json")
-	gdata, err := os.ReadFile(gpath)
+	gdata, err := read("generation_config.json")
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return Config{}, fmt.Errorf("read generation config: %w", err)
 	default:

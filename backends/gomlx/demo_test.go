@@ -3,6 +3,8 @@ package gomlx
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,8 +22,8 @@ func TestDemo(t *testing.T) {
 	if tok == nil {
 		t.Fatal("demo has no tokenizer")
 	}
-	if m.ContextLength() != demoContext || m.Config().NumKVHeads != demoKVHeads {
-		t.Errorf("config %+v", m.Config())
+	if c := m.Config(); c.ModelType != "llama" || m.ContextLength() != c.MaxPositionEmbeddings || c.Params() > 1<<20 {
+		t.Errorf("config %+v", c)
 	}
 	var reqs []backends.Request
 	for i := range 20 {
@@ -98,5 +100,48 @@ func TestDemoTextPrompt(t *testing.T) {
 	})
 	if err != nil || got == 0 {
 		t.Fatalf("err %v, %d tokens", err, got)
+	}
+}
+
+// TestDemoFilesOpen writes the embedded demo files to a directory: Open
+// reads them as a user's model, with the same logits as Demo (OpenFS).
+func TestDemoFilesOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
+		data, err := demoFiles.ReadFile("demomodel/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := Demo(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dir, Options{FingerprintCache: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ids, err := a.Tokenizer().Encode("Passage: Tom scored 12 points.\nQuestion: Tom scored how many points?\nAnswer:", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := a.Logits(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Logits(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range la {
+		if la[i] != lb[i] {
+			t.Fatalf("logit %d: OpenFS %v, Open %v", i, la[i], lb[i])
+		}
 	}
 }

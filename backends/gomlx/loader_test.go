@@ -177,7 +177,7 @@ func TestWidening(t *testing.T) {
 	}
 	want := map[string][]float32{"a": {1, -2}, "b": {1, -2, float32(math.Ldexp(1, -24)), float32(math.Inf(1))}, "c": {3.5}}
 	for _, info := range infos {
-		got, err := readTensorF32(info)
+		got, err := readTensorF32(info, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestShardedAndCache(t *testing.T) {
 	weightMap := map[string]string{}
 	i := 0
 	for name, info := range w.Tensors {
-		x, err := readTensorF32(info)
+		x, err := readTensorF32(info, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

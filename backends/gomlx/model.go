@@ -10,9 +10,12 @@ package gomlx
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"tally/backends"
+	"tally/backends/tokenizer"
 )
 
 // Options configure Open and Demo.
@@ -149,6 +153,62 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	if _, err := os.Stat(tokPath); err == nil {
 		m.fpFiles = append(m.fpFiles, tokPath)
 	}
+	return m, nil
+}
+
+// OpenFS loads a model held in fsys in the Hugging Face layout that Open
+// reads from a directory: config.json (and, when present,
+// generation_config.json), one model.safetensors and tokenizer.json at its
+// root. name labels the model in errors. The files are read into memory;
+// the fingerprint is the SHA-256 of their contents ("sha256:<hex>" after
+// the backend and dtype, as for a directory).
+func OpenFS(ctx context.Context, fsys fs.FS, name string, opts Options) (*Model, error) {
+	cfg, err := LoadConfigFS(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	w, err := OpenWeightsFS(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	lay, host, err := loadHostWeights(ctx, cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	tok := opts.Tokenizer
+	tokJSON, tokErr := fs.ReadFile(fsys, "tokenizer.json")
+	switch {
+	case tokErr != nil && !errors.Is(tokErr, fs.ErrNotExist):
+		return nil, fmt.Errorf("read %s/tokenizer.json: %w", name, tokErr)
+	case tok == nil && tokErr == nil:
+		t, err := tokenizer.FromJSON(tokJSON)
+		if err != nil {
+			return nil, fmt.Errorf("load tokenizer %s/tokenizer.json: %w", name, err)
+		}
+		tok = WrapTokenizer(t)
+	}
+	m, err := newModel(cfg, lay, host, tok, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.dir = name
+	h := sha256.New()
+	for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json"} {
+		data, err := fs.ReadFile(fsys, f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("fingerprint %s/%s: %w", name, f, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
+		h.Write(data)
+	}
+	m.fpExtra = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return m, nil
 }
 

@@ -1,11 +1,13 @@
 package gomlx
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -117,19 +119,23 @@ func parseSafetensorsHeader(r io.ReaderAt, size int64, path string) ([]TensorInf
 	return out, nil
 }
 
-// readTensorF32 reads one tensor and widens it to float32.
-func readTensorF32(info TensorInfo) ([]float32, error) {
+// readTensorF32 reads one tensor and widens it to float32, from r (the
+// bytes of info.File) or, when r is nil, from the file itself.
+func readTensorF32(info TensorInfo, r io.ReaderAt) ([]float32, error) {
 	es, ok := dtypeSize[info.DType]
 	if !ok {
 		return nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", info.File, info.Name, info.DType)
 	}
-	f, err := os.Open(info.File)
-	if err != nil {
-		return nil, fmt.Errorf("open weights: %w", err)
+	if r == nil {
+		f, err := os.Open(info.File)
+		if err != nil {
+			return nil, fmt.Errorf("open weights: %w", err)
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
 	buf := make([]byte, info.Length)
-	if _, err := f.ReadAt(buf, info.Offset); err != nil {
+	if _, err := r.ReadAt(buf, info.Offset); err != nil {
 		return nil, fmt.Errorf("%s: tensor %s: read: %w", info.File, info.Name, err)
 	}
 	n := int(info.Length) / es
@@ -181,6 +187,29 @@ type WeightIndex struct {
 	Tensors map[string]TensorInfo
 	// Files lists the safetensors files, sorted.
 	Files []string
+	// data holds the files' bytes when they were read from an fs.FS
+	// (OpenWeightsFS); nil: read from the OS files.
+	data map[string][]byte
+}
+
+// OpenWeightsFS indexes the weights of a model held in fsys, in one
+// model.safetensors file at its root; label names the model in errors
+// (the file is label/model.safetensors).
+func OpenWeightsFS(fsys fs.FS, label string) (*WeightIndex, error) {
+	data, err := fs.ReadFile(fsys, "model.safetensors")
+	if err != nil {
+		return nil, fmt.Errorf("open weights of %s: %w", label, err)
+	}
+	path := label + "/model.safetensors"
+	infos, err := parseSafetensorsHeader(bytes.NewReader(data), int64(len(data)), path)
+	if err != nil {
+		return nil, err
+	}
+	w := &WeightIndex{Tensors: map[string]TensorInfo{}, Files: []string{path}, data: map[string][]byte{path: data}}
+	for _, t := range infos {
+		w.Tensors[t.Name] = t
+	}
+	return w, nil
 }
 
 // OpenWeights indexes the weights of a model directory: model.safetensors,
@@ -247,7 +276,10 @@ func (w *WeightIndex) Read(name string, want ...int) ([]float32, error) {
 	if !equalInts(info.Shape, want) {
 		return nil, fmt.Errorf("%s: tensor %s: shape %v, want %v", info.File, name, info.Shape, want)
 	}
-	return readTensorF32(info)
+	if b, ok := w.data[info.File]; ok {
+		return readTensorF32(info, bytes.NewReader(b))
+	}
+	return readTensorF32(info, nil)
 }
 
 // Has reports whether the weights hold a tensor.

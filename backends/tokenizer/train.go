@@ -9,6 +9,19 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
+// Split names a pre-tokenizer split pattern TrainByteLevelSplit can train
+// with.
+type Split string
+
+// The split patterns: Qwen2's (every digit alone), GPT-2's (runs of
+// digits, with the space before them) and Llama 3's (digits in groups of
+// up to three).
+const (
+	SplitQwen2  Split = "qwen2"
+	SplitGPT2   Split = "gpt2"
+	SplitLlama3 Split = "llama3"
+)
+
 // TrainByteLevel trains a small byte-level BPE on corpus and returns a
 // complete Qwen2-style tokenizer.json: NFC normalizer, the Qwen2 Split
 // regex followed by ByteLevel, a ByteLevel decoder, the 256 byte tokens
@@ -18,13 +31,23 @@ import (
 // frequent adjacent pair, ties broken by the smaller pair of token ids.
 // It stops early when no pair occurs at least twice.
 func TrainByteLevel(corpus string, vocabSize int) ([]byte, error) {
+	return TrainByteLevelSplit(corpus, vocabSize, SplitQwen2)
+}
+
+// TrainByteLevelSplit is TrainByteLevel with another pre-tokenizer split
+// pattern, written into the tokenizer.json's Split step.
+func TrainByteLevelSplit(corpus string, vocabSize int, split Split) ([]byte, error) {
+	pattern, ok := map[Split]string{SplitQwen2: patternQwen2, SplitGPT2: patternGPT2, SplitLlama3: patternLlama3}[split]
+	if !ok {
+		return nil, fmt.Errorf("train byte-level BPE: unknown split %q", split)
+	}
 	if vocabSize < 257 {
 		return nil, fmt.Errorf("train byte-level BPE: vocab size %d is below 257", vocabSize)
 	}
 	corpus = norm.NFC.String(validString(corpus))
 
 	// Pre-tokenize and count words.
-	m, _ := knownMatcher(patternQwen2)
+	m, _ := knownMatcher(pattern)
 	counts := map[string]int{}
 	for _, r := range m.findAll(corpus, nil) {
 		counts[corpus[r[0]:r[1]]]++
@@ -122,11 +145,11 @@ func TrainByteLevel(corpus string, vocabSize int) ([]byte, error) {
 			}
 		}
 	}
-	return writeByteLevelJSON(tokens, merges)
+	return writeByteLevelJSON(tokens, merges, pattern)
 }
 
 // writeByteLevelJSON renders the trained model as tokenizer.json.
-func writeByteLevelJSON(tokens []string, merges [][2]string) ([]byte, error) {
+func writeByteLevelJSON(tokens []string, merges [][2]string, pattern string) ([]byte, error) {
 	q := func(s string) string {
 		b, _ := json.Marshal(s)
 		return string(b)
@@ -135,7 +158,7 @@ func writeByteLevelJSON(tokens []string, merges [][2]string) ([]byte, error) {
 	buf.WriteString(`{"version":"1.0","truncation":null,"padding":null,"added_tokens":[`)
 	fmt.Fprintf(&buf, `{"id":%d,"content":"<|endoftext|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],`, len(tokens))
 	buf.WriteString(`"normalizer":{"type":"NFC"},`)
-	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, q(patternQwen2))
+	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, q(pattern))
 	buf.WriteString(`"post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
 	buf.WriteString(`"decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
 	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,"ignore_merges":false,"vocab":{`)

@@ -109,3 +109,45 @@ func ExampleTrainByteLevel() {
 	fmt.Println(len(ids), text)
 	// Output: 1  lowest
 }
+
+// TestTrainByteLevelSplit checks that the split pattern decides how digits
+// are grouped, and that the trained tokenizer round-trips.
+func TestTrainByteLevelSplit(t *testing.T) {
+	corpus := strings.Repeat("Tom ran 27.99 miles in 1995. ", 40)
+	for _, tc := range []struct {
+		split Split
+		want  []string
+	}{
+		{SplitQwen2, []string{" ", "2", "7", ".", "9", "9"}},
+		{SplitGPT2, []string{" 27", ".", "99"}},
+		{SplitLlama3, []string{" ", "27", ".", "99"}},
+	} {
+		data, err := TrainByteLevelSplit(corpus, 400, tc.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := FromJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := tok.Encode(" 27.99", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, id := range ids {
+			s, _ := tok.Decode([]int{id}, false)
+			got = append(got, s)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: %q, want %q", tc.split, got, tc.want)
+		}
+		text, _ := tok.Decode(ids, false)
+		if text != " 27.99" {
+			t.Errorf("%s: round trip %q", tc.split, text)
+		}
+	}
+	if _, err := TrainByteLevelSplit(corpus, 400, "nope"); err == nil {
+		t.Error("unknown split accepted")
+	}
+}

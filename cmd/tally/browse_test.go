@@ -68,8 +68,8 @@ func TestStoreAlone(t *testing.T) {
 	}
 	orig := tallyOut(t, "report", "--store", db, "--format", "json", "--output-path", out)
 	only := tallyOut(t, "report", "--store", db, "--format", "json", "--stop", "nl")
-	if strings.Count(only, `"setting"`) != 2 {
-		t.Errorf("--stop nl should leave 2 rows (2 metrics):\n%s", only)
+	if strings.Count(only, `"setting"`) != 4 {
+		t.Errorf("--stop nl should leave 4 rows (4 metrics):\n%s", only)
 	}
 
 	results, _ := filepath.Glob(filepath.Join(out, "demo", "results_*.json"))
@@ -88,7 +88,7 @@ func TestStoreAlone(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := res.Results["demo@nl"]["exact_match,none"]; !ok || res.NSamples["demo@dot"]["effective"] != 6 {
+	if _, ok := res.Results["demo@nl"]["drop.f1,none"]; !ok || res.NSamples["demo@dot"]["effective"] != 6 {
 		t.Errorf("results file: %s", b)
 	}
 	if until := res.Configs["demo@nl"].GenerationKwargs["until"]; !reflect.DeepEqual(until, []any{"\n"}) {

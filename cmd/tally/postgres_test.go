@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/internal/demodata"
 	"tally/internal/pgtest"
 	"tally/store"
 )
@@ -87,8 +88,8 @@ func TestPostgresWorkers(t *testing.T) {
 			t.Errorf("worker %d scores %v, want those of one SQLite run %v", i, r.Scores, ref.Scores)
 		}
 	}
-	if n := storeCounts(t, dsn); total != 16 || n["generations"] != 16 || n["claims"] != 0 || n["workers"] != 4 {
-		t.Errorf("%d generations made in total, store %v; want 16, each once, no claims left, 4 workers", total, n)
+	if n := storeCounts(t, dsn); total != demodata.TaskQuestions || n["generations"] != demodata.TaskQuestions || n["claims"] != 0 || n["workers"] != 4 {
+		t.Errorf("%d generations made in total, store %v; want %d, each once, no claims left, 4 workers", total, n, demodata.TaskQuestions)
 	}
 	if len(ids) != 4 || ids[""] {
 		t.Errorf("worker ids %v, want 4 distinct", ids)
@@ -182,7 +183,7 @@ func TestPostgresKilledWorker(t *testing.T) {
 		victim.Process.Signal(syscall.SIGKILL)
 		victim.Wait()
 		n := storeCounts(t, dsn)
-		if working && n["generations"] < 16 {
+		if working && n["generations"] < demodata.TaskQuestions {
 			midRun++
 		}
 		t.Logf("kill %d (worker started: %v): store %v", i+1, working, n)
@@ -207,8 +208,8 @@ func TestPostgresKilledWorker(t *testing.T) {
 	// A worker killed between claiming a sample a peer had just stored
 	// and releasing it leaves a claim that binds no one once expired (the
 	// next worker prunes it).
-	if n, v := storeCounts(t, dsn), workerView(t, dsn); n["generations"] != 16 || v.LiveClaims != 0 {
-		t.Errorf("store %v, workers %+v; want 16 generations and no live claims", n, v)
+	if n, v := storeCounts(t, dsn), workerView(t, dsn); n["generations"] != demodata.TaskQuestions || v.LiveClaims != 0 {
+		t.Errorf("store %v, workers %+v; want %d generations and no live claims", n, v, demodata.TaskQuestions)
 	}
 }
 
@@ -290,7 +291,7 @@ func TestPostgresRestart(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
-	if n := storeCounts(t, dsn); n["generations"] >= 16 {
+	if n := storeCounts(t, dsn); n["generations"] >= demodata.TaskQuestions {
 		t.Fatalf("the run finished before the restart (store %v): nothing tested", n)
 	} else {
 		t.Logf("restarting the server with the store at %v", n)
@@ -323,7 +324,7 @@ func TestPostgresRestart(t *testing.T) {
 			t.Errorf("scores %v, want %v", s.Scores, ref.Scores)
 		}
 	}
-	if n := storeCounts(t, dsn); n["generations"] != 16 || n["claims"] != 0 {
-		t.Errorf("store %v, want 16 generations and no claims", n)
+	if n := storeCounts(t, dsn); n["generations"] != demodata.TaskQuestions || n["claims"] != 0 {
+		t.Errorf("store %v, want %d generations and no claims", n, demodata.TaskQuestions)
 	}
 }

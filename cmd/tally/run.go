@@ -18,6 +18,7 @@ import (
 	"tally/backends"
 	"tally/backends/gomlx"
 	"tally/generate"
+	"tally/internal/demostory"
 	"tally/report"
 	"tally/store"
 	"tally/tasks"
@@ -392,6 +393,11 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printScores(stdout, s.jobs, res)
+	if name == "demo" {
+		for _, j := range s.jobs {
+			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
+		}
+	}
 	return exit
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/internal/demodata"
 	"tally/store"
 )
 
@@ -41,7 +42,7 @@ func runStatus(t *testing.T, args ...string) (string, string, int) {
 }
 
 // TestSharedStore (finding 6): three `tally demo` started at once on a new
-// store all exit 0, make 16 generations in total, and print the scores of
+// store all exit 0, make one generation per demo question in total, and print the scores of
 // a single run.
 func TestSharedStore(t *testing.T) {
 	if testing.Short() {
@@ -82,8 +83,8 @@ func TestSharedStore(t *testing.T) {
 			t.Errorf("process %d scores %v, want those of a single run %v", i, r.s.Scores, ref.Scores)
 		}
 	}
-	if n := storeCounts(t, db); total != 16 || n["generations"] != 16 || n["claims"] != 0 {
-		t.Errorf("%d generations made in total, store %v; want 16 and no claims left", total, n)
+	if n := storeCounts(t, db); total != demodata.TaskQuestions || n["generations"] != demodata.TaskQuestions || n["claims"] != 0 {
+		t.Errorf("%d generations made in total, store %v; want %d and no claims left", total, n, demodata.TaskQuestions)
 	}
 }
 
@@ -132,8 +133,8 @@ func TestClaimTakeover(t *testing.T) {
 	if s.TakenOver == 0 || !strings.Contains(stderr, "took over") {
 		t.Errorf("claims taken over: %d (%d were left); stderr %q", s.TakenOver, left, stderr)
 	}
-	if n := storeCounts(t, db); n["generations"] != 16 || n["claims"] != 0 {
-		t.Errorf("store %v, want 16 generations and no claims", n)
+	if n := storeCounts(t, db); n["generations"] != demodata.TaskQuestions || n["claims"] != 0 {
+		t.Errorf("store %v, want %d generations and no claims", n, demodata.TaskQuestions)
 	}
 }
 
@@ -412,7 +413,7 @@ func TestFlagsValidated(t *testing.T) {
 		{[]string{"--max-tokens", "-5"}, "--max-tokens -5"},
 		{[]string{"--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"--concurrency", "0"}, "--concurrency 0"},
-		{[]string{"--samples", "q01,zzz"}, "--samples: unknown sample ids zzz"},
+		{[]string{"--samples", "demo-2026-0000,zzz"}, "--samples: unknown sample ids zzz"},
 	} {
 		_, stderr, code := runStatus(t, append([]string{"demo", "--store", db}, tc.args...)...)
 		msg := strings.TrimSpace(stderr)

@@ -105,6 +105,21 @@ func loadRows(path string) ([]Question, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read DROP: %w", err)
 	}
+	return questionRows(res, path)
+}
+
+// LoadRows reads DROP questions in the Hugging Face layout from JSON
+// Lines data (data built into tally); name labels it in errors.
+func LoadRows(data []byte, name string) ([]Question, error) {
+	res, err := jsonl.Read(bytes.NewReader(data), name, false)
+	if err != nil {
+		return nil, fmt.Errorf("read DROP: %w", err)
+	}
+	return questionRows(res, name)
+}
+
+// questionRows turns JSON Lines rows into questions.
+func questionRows(res jsonl.Result, path string) ([]Question, error) {
 	out := make([]Question, 0, len(res.Rows))
 	for i, row := range res.Rows {
 		b, _ := json.Marshal(row)

@@ -42,3 +42,20 @@ func TestLoadBad(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadRowsEmbedded reads Hugging Face rows from bytes, as the demo
+// task's embedded data is read, with errors naming the data and line.
+func TestLoadRowsEmbedded(t *testing.T) {
+	row := `{"section_id":"s","query_id":"q1","passage":"Tom ran 7.5 miles.","question":"Tom ran how many miles?",` +
+		`"answer":{"number":"7.5","date":{"day":"","month":"","year":""},"spans":[]},"validated_answers":{"number":[],"date":[],"spans":[]}}`
+	qs, err := LoadRows([]byte(row+"\n"), "embedded:x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].QueryID != "q1" || qs[0].Passage != "Tom ran 7.5 miles." {
+		t.Fatalf("questions %+v", qs)
+	}
+	if _, err := LoadRows([]byte(row+"\n{\"query_id\":\"2\"}\n"), "embedded:x.jsonl"); err == nil || !strings.Contains(err.Error(), "embedded:x.jsonl line 2") {
+		t.Errorf("bad second row: error %v", err)
+	}
+}

@@ -24,12 +24,19 @@ func init() {
 
 // taskRows reads DROP questions as template rows (section_id, query_id,
 // passage, question, target: the first gold answer's spans joined by ", ")
-// with their gold answers as get_answers builds them.
+// with their gold answers as get_answers builds them. Embedded data
+// (req.Data) is read as Hugging Face rows in JSON Lines.
 func taskRows(req datasets.Request) (datasets.Rows, error) {
 	if isLog(req.Path) {
 		return logRows(req.Path)
 	}
-	qs, err := Load(req.Path)
+	var qs []Question
+	var err error
+	if req.Data != nil {
+		qs, err = LoadRows(req.Data, req.Path)
+	} else {
+		qs, err = Load(req.Path)
+	}
 	if err != nil {
 		return datasets.Rows{}, err
 	}
