@@ -296,11 +296,14 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		// since the plan was made (or since the last look), including work
 		// this process just claimed (the peer stored it and released its
 		// claim while the claim statement ran, after its snapshot: the
-		// statement could not see either). The rest of the window is
-		// looked at once nothing in it can be claimed.
+		// statement could not see either), and the keys the claim passed
+		// over before its last claim (a peer holds or stored them: what
+		// a peer stored leaves pending now rather than being claimed
+		// over again at every turn). The rest of the window is looked at
+		// once nothing in it can be claimed.
 		look := keys
 		if len(cr.Claimed) > 0 {
-			look = cr.Claimed
+			look = append(passedOver(fresh, mine), cr.Claimed...)
 		}
 		t0 = time.Now()
 		now, err := st.Generations(ctx, p.Fingerprint, look)
@@ -390,6 +393,24 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, runErr
+}
+
+// passedOver returns the keys, in order, that are not claimed but come
+// before the last claimed one: those a claim of keys in this order skipped.
+func passedOver(keys []string, claimed map[string]bool) []string {
+	last := -1
+	for i, k := range keys {
+		if claimed[k] {
+			last = i
+		}
+	}
+	var out []string
+	for _, k := range keys[:last+1] {
+		if !claimed[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // nextClaimBatch is the default claim batch after a batch of n items
