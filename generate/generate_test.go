@@ -571,25 +571,3 @@ func TestNextClaimBatch(t *testing.T) {
 		}
 	}
 }
-
-func TestPassedOver(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		keys    []string
-		claimed []string
-		want    []string
-	}{
-		{"none claimed", []string{"a", "b"}, nil, nil},
-		{"first claimed", []string{"a", "b", "c"}, []string{"a"}, nil},
-		{"gaps before the last claim", []string{"a", "b", "c", "d", "e"}, []string{"b", "d"}, []string{"a", "c"}},
-		{"all claimed", []string{"a", "b"}, []string{"a", "b"}, nil},
-	} {
-		claimed := map[string]bool{}
-		for _, k := range c.claimed {
-			claimed[k] = true
-		}
-		if got := passedOver(c.keys, claimed); strings.Join(got, ",") != strings.Join(c.want, ",") {
-			t.Errorf("%s: passedOver = %q, want %q", c.name, got, c.want)
-		}
-	}
-}

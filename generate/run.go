@@ -275,12 +275,32 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				fresh = append(fresh, k)
 			}
 		}
+		// What is stored now is looked at after the claim: a peer may
+		// have finished some of this work since the plan was made (or
+		// since the last look), including work this process just claimed
+		// (the peer stored it and released its claim while the claim
+		// statement ran, after its snapshot: the statement could not see
+		// either). ClaimUnstoredRead looks at least at the claimed keys
+		// and those the claim passed over (a peer holds or stored them:
+		// what a peer stored leaves pending now rather than being
+		// claimed over again at every turn), and at the whole window once
+		// nothing in it can be claimed.
 		t0 := time.Now()
-		cr, err := st.ClaimUnstored(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
-		if err == nil && len(cont) > 0 && len(cr.Claimed) < opt.ClaimBatch {
-			var more store.ClaimResult
-			more, err = st.Claim(ctx, opt.Owner, cont, opt.ClaimBatch-len(cr.Claimed), opt.Lease)
-			cr.Claimed, cr.TakenOver = append(cr.Claimed, more.Claimed...), cr.TakenOver+more.TakenOver
+		var cr store.ClaimResult
+		var now map[string]store.Generation
+		var err error
+		if len(cont) == 0 {
+			cr, now, err = st.ClaimUnstoredRead(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
+		} else {
+			cr, err = st.ClaimUnstored(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
+			if err == nil && len(cr.Claimed) < opt.ClaimBatch {
+				var more store.ClaimResult
+				more, err = st.Claim(ctx, opt.Owner, cont, opt.ClaimBatch-len(cr.Claimed), opt.Lease)
+				cr.Claimed, cr.TakenOver = append(cr.Claimed, more.Claimed...), cr.TakenOver+more.TakenOver
+			}
+			if err == nil {
+				now, err = st.Generations(ctx, p.Fingerprint, keys)
+			}
 		}
 		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
@@ -291,26 +311,6 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		mine := map[string]bool{}
 		for _, k := range cr.Claimed {
 			mine[k] = true
-		}
-		// What is stored now: a peer may have finished some of this work
-		// since the plan was made (or since the last look), including work
-		// this process just claimed (the peer stored it and released its
-		// claim while the claim statement ran, after its snapshot: the
-		// statement could not see either), and the keys the claim passed
-		// over before its last claim (a peer holds or stored them: what
-		// a peer stored leaves pending now rather than being claimed
-		// over again at every turn). The rest of the window is looked at
-		// once nothing in it can be claimed.
-		look := keys
-		if len(cr.Claimed) > 0 {
-			look = append(passedOver(fresh, mine), cr.Claimed...)
-		}
-		t0 = time.Now()
-		now, err := st.Generations(ctx, p.Fingerprint, look)
-		sum.ClaimSeconds += time.Since(t0).Seconds()
-		if err != nil {
-			runErr = err
-			break
 		}
 		var run, done, rest []*Item
 		var release []string
@@ -393,24 +393,6 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, runErr
-}
-
-// passedOver returns the keys, in order, that are not claimed but come
-// before the last claimed one: those a claim of keys in this order skipped.
-func passedOver(keys []string, claimed map[string]bool) []string {
-	last := -1
-	for i, k := range keys {
-		if claimed[k] {
-			last = i
-		}
-	}
-	var out []string
-	for _, k := range keys[:last+1] {
-		if !claimed[k] {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // nextClaimBatch is the default claim batch after a batch of n items
