@@ -312,7 +312,25 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		for _, k := range cr.Claimed {
 			mine[k] = true
 		}
-		var run, done, rest []*Item
+		// The keys the claim passed over (before its last claim) are held
+		// by live peers (those peers stored were read above): they move
+		// to the end of pending, so that the next claims look at work
+		// still free before they look at these again.
+		passed := map[string]bool{}
+		if len(cr.Claimed) > 0 {
+			last := -1
+			for i, k := range fresh {
+				if mine[k] {
+					last = i
+				}
+			}
+			for _, k := range fresh[:last+1] {
+				if !mine[k] {
+					passed[k] = true
+				}
+			}
+		}
+		var run, done, rest, held []*Item
 		var release []string
 		for _, it := range pending {
 			if !inWin[it.Key] {
@@ -333,9 +351,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 					continue
 				}
 			}
-			if mine[it.Key] {
+			switch {
+			case mine[it.Key]:
 				run = append(run, it)
-			} else {
+			case passed[it.Key]:
+				held = append(held, it)
+			default:
 				rest = append(rest, it)
 			}
 		}
@@ -353,14 +374,15 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			}
 		}
 		// rest keeps pending's order: the window's leftovers (held by
-		// peers) stay where the window began.
+		// peers, when nothing could be claimed) stay where the window
+		// began.
 		winItems := 0
 		for _, it := range rest {
 			if inWin[it.Key] {
 				winItems++
 			}
 		}
-		pending = rest
+		pending = append(rest, held...)
 		switch {
 		case len(run) > 0:
 			idle = 0
