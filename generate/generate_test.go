@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"tally/backends"
 	"tally/datasets"
@@ -547,5 +548,26 @@ func TestUnscorableDoesNotStopTheRun(t *testing.T) {
 	n, uns, err := Rescore(context.Background(), st, p2, 0)
 	if err != nil || n != 20 || len(uns) != 5 {
 		t.Errorf("rescore: %d %v %v", n, uns, err)
+	}
+}
+
+func TestNextClaimBatch(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		cur, least, n int
+		took          time.Duration
+		want          int
+	}{
+		{"fast full batch doubles", 32, 32, 32, FastBatch / 2, 64},
+		{"growth stops at the cap", MaxClaimBatch, 32, MaxClaimBatch, FastBatch / 2, MaxClaimBatch},
+		{"a batch above the cap stays", 2 * MaxClaimBatch, 2 * MaxClaimBatch, 2 * MaxClaimBatch, 0, 2 * MaxClaimBatch},
+		{"fast partial batch stays", 64, 32, 10, FastBatch / 2, 64},
+		{"moderate batch stays", 64, 32, 64, 2 * FastBatch, 64},
+		{"slow batch halves", 128, 32, 128, 5 * FastBatch, 64},
+		{"slow batch stops at the least", 32, 32, 32, time.Minute, 32},
+	} {
+		if got := nextClaimBatch(c.cur, c.least, c.n, c.took); got != c.want {
+			t.Errorf("%s: nextClaimBatch(%d, %d, %d, %v) = %d, want %d", c.name, c.cur, c.least, c.n, c.took, got, c.want)
+		}
 	}
 }

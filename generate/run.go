@@ -37,7 +37,8 @@ type Options struct {
 	RunID    int64
 	Progress Progress
 	// FlushEvery bounds how long a finished generation waits before it is
-	// committed (default 200ms); FlushSize bounds how many wait (default 64).
+	// committed (default 200ms); FlushSize bounds how many wait (default 64,
+	// or the claim batch when that grew).
 	FlushEvery time.Duration
 	FlushSize  int
 	// Owner names this process in the store's claims (default: host, pid
@@ -51,12 +52,23 @@ type Options struct {
 	Poll  time.Duration
 	// ClaimBatch is how many generations a process claims at a time, so
 	// that processes sharing a store pull work in portions (default
-	// max(16, 4 × the backend's slots)).
+	// max(16, 4 × the backend's slots), doubled up to MaxClaimBatch while
+	// batches take under FastBatch: with a fast backend, claims and
+	// commits cost less per generation in larger portions). A ClaimBatch
+	// given is kept.
 	ClaimBatch int
 	// Model is the model as the user named it, recorded with the worker
 	// entry that lists this process in the store (tally ls).
 	Model string
 }
+
+// MaxClaimBatch bounds the growth of a default claim batch (Options.ClaimBatch).
+const MaxClaimBatch = 256
+
+// FastBatch is how long a batch of model work may take for the default
+// claim batch to grow (Options.ClaimBatch); one that takes 4 times as long
+// shrinks it back.
+const FastBatch = 100 * time.Millisecond
 
 // DefaultLease is how long a work claim holds without renewal.
 const DefaultLease = 30 * time.Second
@@ -129,7 +141,8 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	if opt.FlushEvery <= 0 {
 		opt.FlushEvery = 200 * time.Millisecond
 	}
-	if opt.FlushSize <= 0 {
+	flushAdaptive := opt.FlushSize <= 0
+	if flushAdaptive {
 		opt.FlushSize = 64
 	}
 	if opt.Lease <= 0 {
@@ -141,9 +154,11 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	if opt.Owner == "" {
 		opt.Owner = NewOwner()
 	}
-	if opt.ClaimBatch <= 0 {
+	adaptive := opt.ClaimBatch <= 0
+	if adaptive {
 		opt.ClaimBatch = max(16, 4*be.Slots())
 	}
+	minBatch := opt.ClaimBatch
 	sum := Summary{Samples: len(p.Items)}
 
 	// 1. Score what the store already answers: no model work.
@@ -226,19 +241,20 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	// run); the window moves on when it holds nothing this process can
 	// claim, and once every window has been looked at without progress,
 	// the process waits for its live peers.
-	window := max(4*opt.ClaimBatch, 64)
+	window := func() int { return max(4*opt.ClaimBatch, 64) }
 	// Each process starts at its own place in the work (a hash of its
 	// owner id), so that workers started together do not all contend for
 	// the same first claims.
-	off, idle := startOffset(opt.Owner, len(pending), window), 0
+	off, idle := startOffset(opt.Owner, len(pending), window()), 0
 	for len(pending) > 0 && runErr == nil {
 		if off >= len(pending) {
 			off = 0
 		}
-		keys := make([]string, 0, window)
+		win := window()
+		keys := make([]string, 0, win)
 		inWin := map[string]bool{}
 		had := map[string]bool{} // keys with a stored generation when planned
-		for i := off; i < len(pending) && len(keys) < window; i++ {
+		for i := off; i < len(pending) && len(keys) < win; i++ {
 			it := pending[i]
 			if !inWin[it.Key] {
 				inWin[it.Key] = true
@@ -259,12 +275,32 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 				fresh = append(fresh, k)
 			}
 		}
+		// What is stored now is looked at after the claim: a peer may
+		// have finished some of this work since the plan was made (or
+		// since the last look), including work this process just claimed
+		// (the peer stored it and released its claim while the claim
+		// statement ran, after its snapshot: the statement could not see
+		// either). ClaimUnstoredRead looks at least at the claimed keys
+		// and those the claim passed over (a peer holds or stored them:
+		// what a peer stored leaves pending now rather than being
+		// claimed over again at every turn), and at the whole window once
+		// nothing in it can be claimed.
 		t0 := time.Now()
-		cr, err := st.ClaimUnstored(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
-		if err == nil && len(cont) > 0 && len(cr.Claimed) < opt.ClaimBatch {
-			var more store.ClaimResult
-			more, err = st.Claim(ctx, opt.Owner, cont, opt.ClaimBatch-len(cr.Claimed), opt.Lease)
-			cr.Claimed, cr.TakenOver = append(cr.Claimed, more.Claimed...), cr.TakenOver+more.TakenOver
+		var cr store.ClaimResult
+		var now map[string]store.Generation
+		var err error
+		if len(cont) == 0 {
+			cr, now, err = st.ClaimUnstoredRead(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
+		} else {
+			cr, err = st.ClaimUnstored(ctx, opt.Owner, fresh, opt.ClaimBatch, opt.Lease)
+			if err == nil && len(cr.Claimed) < opt.ClaimBatch {
+				var more store.ClaimResult
+				more, err = st.Claim(ctx, opt.Owner, cont, opt.ClaimBatch-len(cr.Claimed), opt.Lease)
+				cr.Claimed, cr.TakenOver = append(cr.Claimed, more.Claimed...), cr.TakenOver+more.TakenOver
+			}
+			if err == nil {
+				now, err = st.Generations(ctx, p.Fingerprint, keys)
+			}
 		}
 		sum.ClaimSeconds += time.Since(t0).Seconds()
 		if err != nil {
@@ -276,24 +312,25 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		for _, k := range cr.Claimed {
 			mine[k] = true
 		}
-		// What is stored now: a peer may have finished some of this work
-		// since the plan was made (or since the last look), including work
-		// this process just claimed (the peer stored it and released its
-		// claim while the claim statement ran, after its snapshot: the
-		// statement could not see either). The rest of the window is
-		// looked at once nothing in it can be claimed.
-		look := keys
+		// The keys the claim passed over (before its last claim) are held
+		// by live peers (those peers stored were read above): they move
+		// to the end of pending, so that the next claims look at work
+		// still free before they look at these again.
+		passed := map[string]bool{}
 		if len(cr.Claimed) > 0 {
-			look = cr.Claimed
+			last := -1
+			for i, k := range fresh {
+				if mine[k] {
+					last = i
+				}
+			}
+			for _, k := range fresh[:last+1] {
+				if !mine[k] {
+					passed[k] = true
+				}
+			}
 		}
-		t0 = time.Now()
-		now, err := st.Generations(ctx, p.Fingerprint, look)
-		sum.ClaimSeconds += time.Since(t0).Seconds()
-		if err != nil {
-			runErr = err
-			break
-		}
-		var run, done, rest []*Item
+		var run, done, rest, held []*Item
 		var release []string
 		for _, it := range pending {
 			if !inWin[it.Key] {
@@ -314,9 +351,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 					continue
 				}
 			}
-			if mine[it.Key] {
+			switch {
+			case mine[it.Key]:
 				run = append(run, it)
-			} else {
+			case passed[it.Key]:
+				held = append(held, it)
+			default:
 				rest = append(rest, it)
 			}
 		}
@@ -334,18 +374,27 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			}
 		}
 		// rest keeps pending's order: the window's leftovers (held by
-		// peers) stay where the window began.
+		// peers, when nothing could be claimed) stay where the window
+		// began.
 		winItems := 0
 		for _, it := range rest {
 			if inWin[it.Key] {
 				winItems++
 			}
 		}
-		pending = rest
+		pending = append(rest, held...)
 		switch {
 		case len(run) > 0:
 			idle = 0
+			t0 := time.Now()
 			runErr = runBatch(ctx, st, be, p, run, opt, &sum)
+			if adaptive {
+				opt.ClaimBatch = nextClaimBatch(opt.ClaimBatch, minBatch, len(run), time.Since(t0))
+				if flushAdaptive {
+					// A batch that grew is committed in as few portions.
+					opt.FlushSize = max(64, opt.ClaimBatch)
+				}
+			}
 		case len(done) > 0:
 			idle = 0
 		default:
@@ -366,6 +415,20 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	sum.GenSeconds = time.Since(genStart).Seconds()
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, runErr
+}
+
+// nextClaimBatch is the default claim batch after a batch of n items
+// claimed with batch cur took took: doubled (up to MaxClaimBatch) after a
+// full batch faster than FastBatch, halved (down to least) after one slower
+// than 4 × FastBatch.
+func nextClaimBatch(cur, least, n int, took time.Duration) int {
+	switch {
+	case took < FastBatch && n >= cur:
+		return max(min(2*cur, MaxClaimBatch), cur)
+	case took > 4*FastBatch:
+		return max(cur/2, least)
+	}
+	return cur
 }
 
 // startOffset is where in n pending items an owner starts claiming: a

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Claims let several processes share the generation work of one store. A
@@ -108,7 +111,26 @@ const pgClaimLock int32 = 0x7a11
 // later one re-checks the row it waited for and skips it.
 func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
-	now := s.db.eng.nowMS()
+	q := s.db.eng.rebind(pgClaimSQL(unstored))
+	err := s.db.eng.retry(ctx, func() error {
+		rows, err := s.db.DB.QueryContext(ctx, q, pgClaimArgs(owner, keys, limit, lease)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		res, err = scanClaims(owner, rows.Next, rows.Scan)
+		if err != nil {
+			return err
+		}
+		return rows.Err()
+	})
+	return res, err
+}
+
+// pgClaimSQL is the claim statement of pgClaim, whose arguments are
+// pgClaimArgs.
+func pgClaimSQL(unstored bool) string {
+	now := postgresEngine.nowMS()
 	skipStored := ""
 	if unstored {
 		skipStored = ` AND NOT EXISTS (SELECT 1 FROM generations g WHERE g.key = u.k)`
@@ -117,7 +139,7 @@ func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit 
 	// LIMIT pulls them one by one, so the advisory lock is tried on the
 	// free keys up to the limit only (OFFSET 0 keeps the cheaper-looking
 	// lock call from being evaluated before the claims check).
-	q := `WITH cand AS (
+	return `WITH cand AS (
 			SELECT f.k, f.ord FROM (
 				SELECT u.k, u.ord FROM unnest(?::text[]) WITH ORDINALITY AS u(k, ord)
 				WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.gen_key = u.k AND c.owner <> ? AND c.expires_at > ` + now + `)` + skipStored + `
@@ -130,26 +152,148 @@ func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit 
 		ON CONFLICT(gen_key) DO UPDATE SET owner=excluded.owner, expires_at=excluded.expires_at
 		WHERE claims.owner=excluded.owner OR claims.expires_at <= ` + now + `
 		RETURNING gen_key, COALESCE((SELECT old.owner FROM old WHERE old.gen_key = claims.gen_key), '')`
+}
+
+// pgClaimArgs are the arguments of pgClaimSQL.
+func pgClaimArgs(owner string, keys []string, limit int, lease time.Duration) []any {
+	return []any{keys, owner, pgClaimLock, limit, owner, lease.Milliseconds()}
+}
+
+// scanClaims reads the rows of pgClaimSQL.
+func scanClaims(owner string, next func() bool, scan func(...any) error) (ClaimResult, error) {
+	var res ClaimResult
+	for next() {
+		var k, prev string
+		if err := scan(&k, &prev); err != nil {
+			return ClaimResult{}, err
+		}
+		if prev != "" && prev != owner {
+			res.TakenOver++
+		}
+		res.Claimed = append(res.Claimed, k)
+	}
+	return res, nil
+}
+
+// ClaimUnstoredRead is ClaimUnstored followed by a look at what is stored
+// now (after the claim: a generation a peer stored while the claim ran is
+// seen): it returns the stored generations of at least the claimed keys
+// and of those the claim passed over (held or stored by peers), or of
+// every key when none was claimed. On PostgreSQL both statements go to the
+// server in one round trip, and every key is looked at.
+func (s *Store) ClaimUnstoredRead(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, map[string]Generation, error) {
+	if s.db.eng == postgresEngine && len(keys) > 0 {
+		res, gens, err := s.pgClaimRead(ctx, owner, keys, limit, lease)
+		if err != nil {
+			return ClaimResult{}, nil, fmt.Errorf("claim work: %w", err)
+		}
+		return res, gens, nil
+	}
+	res, err := s.ClaimUnstored(ctx, owner, keys, limit, lease)
+	if err != nil {
+		return res, nil, err
+	}
+	look := keys
+	if len(res.Claimed) > 0 {
+		look = append(passedOver(keys, res.Claimed), res.Claimed...)
+	}
+	gens, err := s.Generations(ctx, "", look)
+	return res, gens, err
+}
+
+// passedOver returns the keys, in order, that are not claimed but come
+// before the last claimed one: those a claim of keys in this order skipped.
+func passedOver(keys, claimed []string) []string {
+	mine := make(map[string]bool, len(claimed))
+	for _, k := range claimed {
+		mine[k] = true
+	}
+	last := -1
+	for i, k := range keys {
+		if mine[k] {
+			last = i
+		}
+	}
+	var out []string
+	for _, k := range keys[:last+1] {
+		if !mine[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// pgClaimRead sends the claim statement of pgClaim and a read of the
+// keys' stored generations in one pipeline: the read, a statement of its
+// own, sees what peers committed while the claim ran (READ COMMITTED takes
+// a snapshot per statement).
+func (s *Store) pgClaimRead(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, map[string]Generation, error) {
+	uniq := make([]string, 0, len(keys))
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !want[k] {
+			want[k] = true
+			uniq = append(uniq, k)
+		}
+	}
+	if limit <= 0 {
+		limit = len(uniq)
+	}
+	claimQ := s.db.eng.rebind(pgClaimSQL(true))
+	readQ := `SELECT ` + generationCols + ` FROM generations WHERE key = ANY($1::text[])`
+	var res ClaimResult
+	var gens map[string]Generation
 	err := s.db.eng.retry(ctx, func() error {
-		res = ClaimResult{}
-		rows, err := s.db.DB.QueryContext(ctx, s.db.eng.rebind(q), keys, owner, pgClaimLock, limit, owner, lease.Milliseconds())
+		c, err := s.db.DB.Conn(ctx)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k, prev string
-			if err := rows.Scan(&k, &prev); err != nil {
+		defer c.Close()
+		return c.Raw(func(dc any) error {
+			pc, ok := dc.(*stdlib.Conn)
+			if !ok {
+				return fmt.Errorf("not a pgx connection: %T", dc)
+			}
+			var b pgx.Batch
+			b.Queue(claimQ, pgClaimArgs(owner, uniq, limit, lease)...)
+			b.Queue(readQ, uniq)
+			br := pc.Conn().SendBatch(ctx, &b)
+			defer br.Close()
+			rows, err := br.Query()
+			if err != nil {
 				return err
 			}
-			if prev != "" && prev != owner {
-				res.TakenOver++
+			res, err = scanClaims(owner, rows.Next, rows.Scan)
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
 			}
-			res.Claimed = append(res.Claimed, k)
-		}
-		return rows.Err()
+			if err != nil {
+				return err
+			}
+			rows, err = br.Query()
+			if err != nil {
+				return err
+			}
+			gens = map[string]Generation{}
+			for rows.Next() {
+				g, ok, err := scanGeneration(rows.Scan, want)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("read generations: %w", err)
+				}
+				if ok {
+					gens[g.Key] = g
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("read generations: %w", err)
+			}
+			return br.Close()
+		})
 	})
-	return res, err
+	return res, gens, err
 }
 
 // sqliteClaim claims key by key inside one transaction, which holds

@@ -357,3 +357,76 @@ func testCommitReplacesScores(t *testing.T, newPath func() string) {
 		t.Errorf("claims after commit: %v", who)
 	}
 }
+
+func TestPassedOver(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		keys    []string
+		claimed []string
+		want    []string
+	}{
+		{"none claimed", []string{"a", "b"}, nil, nil},
+		{"first claimed", []string{"a", "b", "c"}, []string{"a"}, nil},
+		{"gaps before the last claim", []string{"a", "b", "c", "d", "e"}, []string{"b", "d"}, []string{"a", "c"}},
+		{"all claimed", []string{"a", "b"}, []string{"a", "b"}, nil},
+	} {
+		if got := passedOver(c.keys, c.claimed); strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: passedOver = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestClaimUnstoredRead: ClaimUnstoredRead claims the unstored keys, passes
+// over the stored ones and reads them (with the whole generation), and
+// reads every key's generation when nothing could be claimed, on both
+// engines.
+func TestClaimUnstoredRead(t *testing.T) { engines(t, testClaimUnstoredRead) }
+
+func testClaimUnstoredRead(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s, err := Open(ctx, newPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g1, g2 := gen(1), gen(2)
+	if err := s.PutGenerations(ctx, []Generation{g1, g2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		keys        []string
+		limit       int
+		wantClaimed []string
+		wantRead    []string
+	}{
+		{"stored keys passed over are read", []string{g1.Key, "a", g2.Key, "b"}, 0, []string{"a", "b"}, []string{g1.Key, g2.Key}},
+		{"nothing to claim: every key is read", []string{g1.Key, g2.Key}, 0, nil, []string{g1.Key, g2.Key}},
+		{"own claims are kept", []string{"a", g1.Key}, 1, []string{"a"}, nil},
+	} {
+		r, got, err := s.ClaimUnstoredRead(ctx, "w", c.keys, c.limit, time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if strings.Join(r.Claimed, ",") != strings.Join(c.wantClaimed, ",") {
+			t.Errorf("%s: claimed %q, want %q", c.name, r.Claimed, c.wantClaimed)
+		}
+		for _, k := range c.wantRead {
+			want := g1
+			if k == g2.Key {
+				want = g2
+			}
+			if !reflect.DeepEqual(got[k], want) {
+				t.Errorf("%s: read %+v for %s, want %+v", c.name, got[k], k, want)
+			}
+		}
+		for k := range got {
+			if k == "a" || k == "b" {
+				t.Errorf("%s: read %s, which is not stored", c.name, k)
+			}
+		}
+	}
+	if _, _, err := s.ClaimUnstoredRead(ctx, "w", nil, 0, time.Minute); err != nil {
+		t.Errorf("no keys: %v", err)
+	}
+}

@@ -583,19 +583,12 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 	for _, k := range keys {
 		want[k] = true
 	}
-	cols := `key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,COALESCE(run_id,0)`
-	err := s.eachKeyed(ctx, fingerprint, keys, cols, "FROM generations WHERE key", "FROM generations WHERE fingerprint=?", func(rows *sql.Rows) (string, error) {
-		var g Generation
-		var ids, offs []byte
-		var stops string
-		var imported int
-		if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &ids, &offs,
-			&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
+	err := s.eachKeyed(ctx, fingerprint, keys, generationCols, "FROM generations WHERE key", "FROM generations WHERE fingerprint=?", func(rows *sql.Rows) (string, error) {
+		g, ok, err := scanGeneration(rows.Scan, want)
+		if err != nil {
 			return "", err
 		}
-		g.Imported = imported != 0
-		if want[g.Key] {
-			g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
+		if ok {
 			out[g.Key] = g
 		}
 		return g.Key, nil
@@ -604,6 +597,27 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 		return nil, fmt.Errorf("read generations: %w", err)
 	}
 	return out, nil
+}
+
+// generationCols are the columns scanGeneration reads.
+const generationCols = `key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,COALESCE(run_id,0)`
+
+// scanGeneration reads a row of generationCols with scan; ok says
+// whether its key is wanted (only then is the rest decoded).
+func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Generation, ok bool, err error) {
+	var text, ids, offs []byte
+	var stops string
+	var imported int
+	if err := scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &text, &ids, &offs,
+		&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
+		return Generation{}, false, err
+	}
+	if !want[g.Key] {
+		return g, false, nil
+	}
+	g.Text, g.Imported = string(text), imported != 0
+	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
+	return g, true, nil
 }
 
 // ScoreKey identifies the scores of one sample under one setting and budget.

@@ -74,7 +74,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
-	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots))")
+	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots), doubled up to 256 while batches are fast)")
 	fl.MarkHidden("claim-batch")
 }
 
