@@ -227,7 +227,19 @@ type share struct {
 	N     int
 }
 
-func isDROP(td *TaskData) bool { return strings.Contains(strings.ToLower(td.Task), "drop") }
+// isDROP reports whether a task gets the DROP view: its name says DROP or
+// it is scored with a DROP metric (drop.*, drop-fixed.*), as the demo is.
+func isDROP(td *TaskData) bool {
+	if strings.Contains(strings.ToLower(td.Task), "drop") {
+		return true
+	}
+	for _, m := range td.Metrics {
+		if strings.HasPrefix(m, "drop.") || strings.HasPrefix(m, "drop-") {
+			return true
+		}
+	}
+	return false
+}
 
 func makeDropView(td *TaskData) *dropView {
 	v := &dropView{Types: []string{"number", "date", "span"}}
