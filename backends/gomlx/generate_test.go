@@ -173,3 +173,27 @@ func TestGenerateCancel(t *testing.T) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }
+
+// TestChunkLength checks the prefill chunk and attention block: the chunk
+// holds n, is a whole number of at most 8 blocks, and pads less than a
+// quarter of it once n ≥ 32.
+func TestChunkLength(t *testing.T) {
+	for _, tc := range []struct{ n, chunk, block int }{
+		{1, 8, 8}, {8, 8, 8}, {9, 16, 8}, {33, 40, 8}, {100, 112, 16},
+		{270, 320, 64}, {512, 512, 64}, {513, 640, 128}, {3000, 3072, 512},
+	} {
+		if c, b := chunkLength(tc.n), blockLength(chunkLength(tc.n)); c != tc.chunk || b != tc.block {
+			t.Errorf("n %d: chunk %d block %d, want %d %d", tc.n, c, b, tc.chunk, tc.block)
+		}
+	}
+	for n := 1; n <= 5000; n++ {
+		c := chunkLength(n)
+		b := blockLength(c)
+		if c < n || c%b != 0 || c/b > 8 {
+			t.Fatalf("n %d: chunk %d, block %d", n, c, b)
+		}
+		if n >= 32 && 4*(c-n) >= c {
+			t.Fatalf("n %d: chunk %d pads %.0f%%", n, c, 100*float64(c-n)/float64(c))
+		}
+	}
+}

@@ -22,7 +22,13 @@ type graphKey struct {
 	Batch  int // rows of the KV cache
 	Cache  int // cache length
 	Keys   int // cache prefix attended to (≤ Cache)
-	All    bool
+	// Base (prefill) is a bound on the cache positions written before this
+	// call (every row's first new token is at a position ≤ Base), and
+	// Block the attention block: query rows [j·Block, (j+1)·Block) of the
+	// chunk attend only to keys [0, Base+(j+1)·Block), so no block
+	// computes scores for keys past its own last row (see buildStep).
+	Base, Block int
+	All         bool
 }
 
 // String names the graph for logs and compile counts.
@@ -33,7 +39,7 @@ func (k graphKey) String() string {
 	if k.Decode {
 		return fmt.Sprintf("decode_b%d_t%d_k%d", k.Batch, k.Cache, k.Keys)
 	}
-	return fmt.Sprintf("prefill_r%d_c%d_b%d_t%d_k%d_all%v", k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys, k.All)
+	return fmt.Sprintf("prefill_r%d_c%d_b%d_t%d_k%d_base%d_blk%d_all%v", k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys, k.Base, k.Block, k.All)
 }
 
 // layerParams are the parameter nodes of one decoder block.
@@ -242,21 +248,44 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	cos := ExpandAxes(Cos(freqs), 2)
 	sin := ExpandAxes(Sin(freqs), 2)
 
-	// Additive attention masks [R,1,C,1,T], one per distinct window.
-	kpos := Iota(g, shapes.Make(i32, 1, 1, TK), 2)
-	qpos := ExpandAxes(positions, -1) // [R,C,1]
-	masks := map[int]*Node{}
-	maskFor := func(window int) *Node {
-		if m, ok := masks[window]; ok {
+	// Attention blocks: query rows [lo, hi) of the chunk attend to keys
+	// [0, keys). A prefill chunk of several blocks gives block j the keys
+	// up to Base+(j+1)·Block, the last position any of its rows can have,
+	// so the work above the causal diagonal is at most half of each
+	// diagonal block rather than half of the whole chunk × keys square.
+	type attBlock struct{ lo, hi, keys int }
+	blocks := []attBlock{{0, C, TK}}
+	if !k.Decode && k.Block > 0 && k.Block < C {
+		if C%k.Block != 0 {
+			return nil, fmt.Errorf("build graph %s: chunk not a multiple of the block", k)
+		}
+		blocks = blocks[:0]
+		for lo := 0; lo < C; lo += k.Block {
+			blocks = append(blocks, attBlock{lo, lo + k.Block, min(k.Base+lo+k.Block, TK)})
+		}
+	}
+	// Additive attention masks [R,kvH,rows,G,keys] per (window, block).
+	type maskKey struct{ window, block int }
+	masks := map[maskKey]*Node{}
+	maskFor := func(window, j int) *Node {
+		if m, ok := masks[maskKey{window, j}]; ok {
 			return m
 		}
+		b := blocks[j]
+		n := b.hi - b.lo
+		kpos := Iota(g, shapes.Make(i32, 1, 1, b.keys), 2)
+		pos := positions
+		if n < C {
+			pos = Slice(positions, AxisRange(), AxisRange(b.lo, b.hi))
+		}
+		qpos := ExpandAxes(pos, -1) // [R,n,1]
 		allowed := LessOrEqual(kpos, qpos)
 		if window > 0 {
 			allowed = And(allowed, LessThan(Sub(qpos, kpos), Scalar(g, i32, window)))
 		}
 		m := Where(allowed, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, -1e30))
-		m = BroadcastToDims(Reshape(BroadcastToDims(m, R, C, TK), R, 1, C, 1, TK), R, kvH, C, G, TK)
-		masks[window] = m
+		m = BroadcastToDims(Reshape(BroadcastToDims(m, R, n, b.keys), R, 1, n, 1, b.keys), R, kvH, n, G, b.keys)
+		masks[maskKey{window, j}] = m
 		return m
 	}
 	scale := 1 / math.Sqrt(float64(hd))
@@ -303,10 +332,25 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		// contracting] order the pure-Go backend computes in, so it is
 		// read in place rather than transposed every step.
 		q5 := Reshape(q, R, C, kvH, G, hd)
-		scores := DotGeneral(q5, []int{4}, []int{0, 2}, keys, []int{3}, []int{0, 1}) // [R,kvH,C,G,TK]
-		scores = Add(MulScalar(scores, scale), maskFor(c.SlidingWindow[l]))
-		probs := Softmax(scores, -1)
-		att := DotGeneral(probs, []int{4}, []int{0, 1}, vals, []int{3}, []int{0, 1}) // [R,kvH,C,G,hd]
+		parts := make([]*Node, len(blocks))
+		for j, b := range blocks {
+			qj, kj, vj := q5, keys, vals
+			if b.hi-b.lo < C {
+				qj = Slice(q5, AxisRange(), AxisRange(b.lo, b.hi))
+			}
+			if b.keys < TK {
+				kj = Slice(keys, AxisRange(), AxisRange(), AxisRange(0, b.keys))
+				vj = Slice(vals, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, b.keys))
+			}
+			scores := DotGeneral(qj, []int{4}, []int{0, 2}, kj, []int{3}, []int{0, 1}) // [R,kvH,n,G,keys]
+			scores = Add(MulScalar(scores, scale), maskFor(c.SlidingWindow[l], j))
+			probs := Softmax(scores, -1)
+			parts[j] = DotGeneral(probs, []int{4}, []int{0, 1}, vj, []int{3}, []int{0, 1}) // [R,kvH,n,G,hd]
+		}
+		att := parts[0]
+		if len(parts) > 1 {
+			att = Concatenate(parts, 2)
+		}
 		att = Reshape(TransposeAllAxes(att, 0, 2, 1, 3, 4), R, C, H*hd)
 		x = Add(x, linear(att, lp.o, lp.oBias))
 
