@@ -55,6 +55,26 @@ func roundUp(n, step int) int {
 	return (n + step - 1) / step * step
 }
 
+// decodeKeys is the attended-key bucket of a decode step whose rows hold
+// at most n tokens, in a cache of length tokens: n rounded up to
+// blockLength(n), at least minCache, at most length. The padded keys are
+// under a quarter of the bucket (n ≥ minCache), where powers of two pad up
+// to half of it.
+func decodeKeys(n, length int) int {
+	return min(roundUp(max(n, minCache), blockLength(n)), length)
+}
+
+// keyBuckets lists the decodeKeys buckets of a cache of length tokens.
+func keyBuckets(length int) []int {
+	var out []int
+	for n := 1; n <= length; {
+		k := decodeKeys(n, length)
+		out = append(out, k)
+		n = k + 1
+	}
+	return out
+}
+
 // batchBucket rounds a row count up to a power of two, capped at max.
 func batchBucket(n, max int) int {
 	return min(pow2AtLeast(n), max)
@@ -247,7 +267,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 			maxPos = max(maxPos, int(p))
 		}
 	}
-	keys := min(cacheBucket(maxPos+1), length)
+	keys := decodeKeys(maxPos+1, length)
 	g, err := m.graphFor(graphKey{Decode: true, Rows: batch, Chunk: 1, Batch: batch, Cache: length, Keys: keys})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package gomlx
 import (
 	"context"
 	"errors"
-	"math/bits"
 	"slices"
 	"testing"
 
@@ -86,7 +85,7 @@ func TestRefill(t *testing.T) {
 	}
 	st := m.Stats()
 	// One decode graph per (batch, cache length, attended-prefix bucket):
-	// the prefix buckets are powers of two from 64 to the cache length.
+	// the prefix buckets are keyBuckets(cache length).
 	shapes := map[[2]int]bool{}
 	decodeGraphs := 0
 	for k := range m.graphs {
@@ -99,7 +98,7 @@ func TestRefill(t *testing.T) {
 		t.Errorf("decode graphs for %d (batch, cache) shapes, want 1", len(shapes))
 	}
 	for k := range shapes {
-		if maxBuckets := bits.Len(uint(k[1] / minCache)); decodeGraphs > maxBuckets {
+		if maxBuckets := len(keyBuckets(k[1])); decodeGraphs > maxBuckets {
 			t.Errorf("%d decode graphs, want at most %d", decodeGraphs, maxBuckets)
 		}
 	}
@@ -194,6 +193,25 @@ func TestChunkLength(t *testing.T) {
 		}
 		if n >= 32 && 4*(c-n) >= c {
 			t.Fatalf("n %d: chunk %d pads %.0f%%", n, c, 100*float64(c-n)/float64(c))
+		}
+	}
+}
+
+// TestDecodeKeys checks the decode key buckets: each holds n, pads under a
+// quarter once n ≥ minCache, and keyBuckets lists each bucket once.
+func TestDecodeKeys(t *testing.T) {
+	for _, length := range []int{64, 512, 4096, 10240} {
+		seen := map[int]bool{}
+		for n := 1; n <= length; n++ {
+			k := decodeKeys(n, length)
+			seen[k] = true
+			if k < n || k > length || (n >= minCache && 4*(k-n) >= k) {
+				t.Fatalf("decodeKeys(%d, %d) = %d", n, length, k)
+			}
+		}
+		b := keyBuckets(length)
+		if len(b) != len(seen) || b[len(b)-1] != length {
+			t.Errorf("keyBuckets(%d) = %v, want the %d buckets", length, b, len(seen))
 		}
 	}
 }
