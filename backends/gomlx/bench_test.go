@@ -182,3 +182,24 @@ func BenchmarkPrefillLength(b *testing.B) {
 		}
 	}
 }
+
+// benchConfig is the model of scripts/cpu-bench (issue 16): hidden 768,
+// 12 layers, 12/4 heads, MLP 2048, vocabulary 512 (about 76M parameters).
+func benchConfig() Config { return llamaConfig(512, 768, 2048, 12, 12, 4, 2048) }
+
+// BenchmarkCPUBenchModel prefills and decodes with the model of
+// scripts/cpu-bench: prompts of 270 tokens, 128 new tokens, at batch 1 and
+// 8 (see scripts/cpu-bench.sh for the comparison with Ollama). Profile one
+// part with e.g. -bench 'CPUBenchModel/prefill/batch1' -cpuprofile.
+func BenchmarkCPUBenchModel(b *testing.B) {
+	cfg := benchConfig()
+	for _, batch := range []int{1, 8} {
+		name := map[int]string{1: "batch1", 8: "batch8"}[batch]
+		b.Run("prefill/"+name, func(b *testing.B) {
+			benchPrefill(b, randomModel(b, cfg, batch), batch, 270)
+		})
+		b.Run("decode/"+name, func(b *testing.B) {
+			benchDecode(b, randomModel(b, cfg, batch), batch, 270, 128)
+		})
+	}
+}

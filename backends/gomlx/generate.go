@@ -31,6 +31,50 @@ func pow2AtLeast(n int) int {
 	return 1 << bits.Len(uint(n-1))
 }
 
+// minBlock is the smallest prefill attention block (and chunk step).
+const minBlock = 8
+
+// blockLength is the attention block of a prefill chunk of n tokens, and
+// the step chunk lengths (and key bases) are rounded to: an eighth of the
+// power of two ≥ n, at least minBlock. Rounding n up to it pads less than
+// a quarter of the chunk once n ≥ 4·minBlock (n > P/2 for P the power of
+// two, so the padding, under P/8, is under n/4), and leaves at most 8
+// blocks per chunk.
+func blockLength(n int) int {
+	return max(pow2AtLeast(n)/8, minBlock)
+}
+
+// chunkLength is the prefill chunk for a row with n tokens left: n rounded
+// up to blockLength(n).
+func chunkLength(n int) int {
+	return roundUp(max(n, 1), blockLength(n))
+}
+
+// roundUp rounds n up to a multiple of step.
+func roundUp(n, step int) int {
+	return (n + step - 1) / step * step
+}
+
+// decodeKeys is the attended-key bucket of a decode step whose rows hold
+// at most n tokens, in a cache of length tokens: n rounded up to
+// blockLength(n), at least minCache, at most length. The padded keys are
+// under a quarter of the bucket (n ≥ minCache), where powers of two pad up
+// to half of it.
+func decodeKeys(n, length int) int {
+	return min(roundUp(max(n, minCache), blockLength(n)), length)
+}
+
+// keyBuckets lists the decodeKeys buckets of a cache of length tokens.
+func keyBuckets(length int) []int {
+	var out []int
+	for n := 1; n <= length; {
+		k := decodeKeys(n, length)
+		out = append(out, k)
+		n = k + 1
+	}
+	return out
+}
+
 // batchBucket rounds a row count up to a power of two, capped at max.
 func batchBucket(n, max int) int {
 	return min(pow2AtLeast(n), max)
@@ -107,23 +151,37 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 		}
 		sort.SliceStable(active, func(i, j int) bool { return remaining(active[i]) > remaining(active[j]) })
 		R := batchBucket(len(active), batch)
-		C := max(pow2AtLeast(remaining(active[0])), minChunk)
-		keys := func() int {
+		// The chunk fits the longest remaining row (capped by limit, a
+		// power of two, when the attention budget asks for less); the
+		// cache positions before it are bounded by base.
+		limit := 0
+		chunk := func() int {
+			n := remaining(active[0])
+			if limit > 0 {
+				n = min(n, limit)
+			}
+			return chunkLength(n)
+		}
+		base := func() int {
 			d := 0
 			for _, r := range active[:min(R, len(active))] {
 				d = max(d, r.done)
 			}
-			return min(cacheBucket(d+C), length)
+			return min(roundUp(d, blockLength(d)), length)
 		}
+		C := chunk()
+		keys := func() int { return min(base()+C, length) }
 		if !all {
 			for C > 256 && R*H*C*keys() > m.budget {
-				C /= 2
+				limit = pow2AtLeast(C) / 2
+				C = chunk()
 			}
 			for R > 1 && R*H*C*keys() > m.budget {
 				R /= 2
 			}
 			for C > minChunk && R*H*C*keys() > m.budget {
-				C /= 2
+				limit = pow2AtLeast(C) / 2
+				C = chunk()
 			}
 		}
 		TK := keys()
@@ -156,7 +214,8 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 				last[i] = int32(n - 1)
 				m.stats.PrefillTokens += n
 			}
-			key := graphKey{Rows: R, Chunk: C, Batch: batch, Cache: length, Keys: TK, All: all}
+			key := graphKey{Rows: R, Chunk: C, Batch: batch, Cache: length, Keys: TK,
+				Base: base(), Block: blockLength(C), All: all}
 			g, err := m.graphFor(key)
 			if err != nil {
 				return err
@@ -208,7 +267,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 			maxPos = max(maxPos, int(p))
 		}
 	}
-	keys := min(cacheBucket(maxPos+1), length)
+	keys := decodeKeys(maxPos+1, length)
 	g, err := m.graphFor(graphKey{Decode: true, Rows: batch, Chunk: 1, Batch: batch, Cache: length, Keys: keys})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package gomlx
 import (
 	"context"
 	"errors"
-	"math/bits"
 	"slices"
 	"testing"
 
@@ -86,7 +85,7 @@ func TestRefill(t *testing.T) {
 	}
 	st := m.Stats()
 	// One decode graph per (batch, cache length, attended-prefix bucket):
-	// the prefix buckets are powers of two from 64 to the cache length.
+	// the prefix buckets are keyBuckets(cache length).
 	shapes := map[[2]int]bool{}
 	decodeGraphs := 0
 	for k := range m.graphs {
@@ -99,7 +98,7 @@ func TestRefill(t *testing.T) {
 		t.Errorf("decode graphs for %d (batch, cache) shapes, want 1", len(shapes))
 	}
 	for k := range shapes {
-		if maxBuckets := bits.Len(uint(k[1] / minCache)); decodeGraphs > maxBuckets {
+		if maxBuckets := len(keyBuckets(k[1])); decodeGraphs > maxBuckets {
 			t.Errorf("%d decode graphs, want at most %d", decodeGraphs, maxBuckets)
 		}
 	}
@@ -171,5 +170,48 @@ func TestGenerateCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestChunkLength checks the prefill chunk and attention block: the chunk
+// holds n, is a whole number of at most 8 blocks, and pads less than a
+// quarter of it once n ≥ 32.
+func TestChunkLength(t *testing.T) {
+	for _, tc := range []struct{ n, chunk, block int }{
+		{1, 8, 8}, {8, 8, 8}, {9, 16, 8}, {33, 40, 8}, {100, 112, 16},
+		{270, 320, 64}, {512, 512, 64}, {513, 640, 128}, {3000, 3072, 512},
+	} {
+		if c, b := chunkLength(tc.n), blockLength(chunkLength(tc.n)); c != tc.chunk || b != tc.block {
+			t.Errorf("n %d: chunk %d block %d, want %d %d", tc.n, c, b, tc.chunk, tc.block)
+		}
+	}
+	for n := 1; n <= 5000; n++ {
+		c := chunkLength(n)
+		b := blockLength(c)
+		if c < n || c%b != 0 || c/b > 8 {
+			t.Fatalf("n %d: chunk %d, block %d", n, c, b)
+		}
+		if n >= 32 && 4*(c-n) >= c {
+			t.Fatalf("n %d: chunk %d pads %.0f%%", n, c, 100*float64(c-n)/float64(c))
+		}
+	}
+}
+
+// TestDecodeKeys checks the decode key buckets: each holds n, pads under a
+// quarter once n ≥ minCache, and keyBuckets lists each bucket once.
+func TestDecodeKeys(t *testing.T) {
+	for _, length := range []int{64, 512, 4096, 10240} {
+		seen := map[int]bool{}
+		for n := 1; n <= length; n++ {
+			k := decodeKeys(n, length)
+			seen[k] = true
+			if k < n || k > length || (n >= minCache && 4*(k-n) >= k) {
+				t.Fatalf("decodeKeys(%d, %d) = %d", n, length, k)
+			}
+		}
+		b := keyBuckets(length)
+		if len(b) != len(seen) || b[len(b)-1] != length {
+			t.Errorf("keyBuckets(%d) = %v, want the %d buckets", length, b, len(seen))
+		}
 	}
 }

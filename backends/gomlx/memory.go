@@ -138,10 +138,7 @@ func PlanMemory(in MemoryInput) (MemoryPlan, error) {
 	}
 	T := cacheLength(in.PromptTokens + max(in.MaxNewTokens, 1))
 	p := MemoryPlan{CacheLength: T, FreeBytes: in.FreeBytes, WeightBytes: in.WeightBytes, ReserveBytes: reserve}
-	for k := minCache; k < T; k *= 2 {
-		p.KeyBuckets = append(p.KeyBuckets, k)
-	}
-	p.KeyBuckets = append(p.KeyBuckets, T)
+	p.KeyBuckets = keyBuckets(T)
 	row := in.KVBytesPerToken * int64(T)
 	base := in.WeightBytes + reserve
 	workspace := func(b, c int) int64 { return max(in.prefillWorkspace(c, T), in.decodeWorkspace(b, T)) }

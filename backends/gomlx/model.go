@@ -374,6 +374,23 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 	return lay, out, nil
 }
 
+// transpose returns the [cols, rows] transpose of x, a row-major [rows,
+// cols] matrix.
+func transpose(x []float32, rows, cols int) []float32 {
+	out := make([]float32, len(x))
+	const tile = 32
+	for r0 := 0; r0 < rows; r0 += tile {
+		for c0 := 0; c0 < cols; c0 += tile {
+			for r := r0; r < min(r0+tile, rows); r++ {
+				for c := c0; c < min(c0+tile, cols); c++ {
+					out[c*rows+r] = x[r*cols+c]
+				}
+			}
+		}
+	}
+	return out
+}
+
 // newModel builds a Model from host weights in canonical order.
 func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opts Options) (m *Model, err error) {
 	specs := weightSpecs(cfg, lay)
@@ -406,13 +423,18 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		if len(host[i]) != n {
 			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
 		}
+		x := host[i]
+		if s.inOut {
+			x = transpose(x, s.dims[0], s.dims[1])
+		}
+		dims := s.graphDims()
 		switch s.dtype(lay) {
 		case dtypes.Float16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(host[i]...), s.dims...))
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(x...), dims...))
 		case dtypes.BFloat16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(bfloat16.FromFloat32s(host[i]...), s.dims...))
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(bfloat16.FromFloat32s(x...), dims...))
 		default:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(host[i], s.dims...))
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(x, dims...))
 		}
 		host[i] = nil
 	}
