@@ -254,7 +254,7 @@ func newRunCmd(name, short string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: short,
-		Args:  cobra.NoArgs,
+		Args:  noArgsWorker,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -262,6 +262,19 @@ func newRunCmd(name, short string) *cobra.Command {
 	f.register(cmd, defModel, defTasks)
 	f.registerWorker(cmd)
 	return cmd
+}
+
+// noArgsWorker refuses arguments, as cobra.NoArgs does, and says how to
+// name a worker when the argument follows a bare --worker (whose value,
+// being optional, must be attached: --worker=NAME).
+func noArgsWorker(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if fl := cmd.Flags().Lookup("worker"); fl != nil && fl.Changed && fl.Value.String() == workerAuto {
+		return fmt.Errorf("unexpected argument %q: to name the worker, write --worker=%s", args[0], args[0])
+	}
+	return fmt.Errorf("unexpected argument %q for %q (flags only)", args[0], cmd.CommandPath())
 }
 
 // workerAuto is the value of a bare --worker: the worker is named after

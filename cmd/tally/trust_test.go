@@ -414,6 +414,8 @@ func TestFlagsValidated(t *testing.T) {
 		{[]string{"--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"--concurrency", "0"}, "--concurrency 0"},
 		{[]string{"--samples", "demo-2026-0000,zzz"}, "--samples: unknown sample ids zzz"},
+		{[]string{"--worker", "gpu0"}, "to name the worker, write --worker=gpu0"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
 	} {
 		_, stderr, code := runStatus(t, append([]string{"demo", "--store", db}, tc.args...)...)
 		msg := strings.TrimSpace(stderr)
