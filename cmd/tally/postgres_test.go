@@ -29,8 +29,13 @@ import (
 // otherwise).
 
 // pgWork is a demo run long enough to be interrupted: no stop fires, so
-// every sample spends its whole budget, one request at a time.
-var pgWork = []string{"demo", "--max-tokens", "200", "--concurrency", "1", "--stop", "never=@@@@", "--lease", "1s"}
+// every sample spends its whole budget, one request at a time. It keeps
+// the default lease (30 s): a live worker's renewal (every lease/3) can be
+// late by more than a second when several workers share two busy cores,
+// and an expired lease rightly lets a peer take the work over, which a
+// test counting each sample generated once would see as duplicate work.
+// Tests that kill workers add a short lease for a quick takeover.
+var pgWork = []string{"demo", "--max-tokens", "200", "--concurrency", "1", "--stop", "never=@@@@"}
 
 // workers runs n copies of tally with args at once and returns their JSON
 // summaries, failing the test if any exits non-zero.
@@ -123,7 +128,7 @@ func workerView(t *testing.T, dsn string) store.WorkerView {
 // claim, which the others take over once its lease (1s) expires.
 func TestPostgresKilledWorker(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	work := slices.Concat(pgWork, []string{"--max-tokens", "400", "--claim-batch", "1"})
+	work := slices.Concat(pgWork, []string{"--max-tokens", "400", "--claim-batch", "1", "--lease", "1s"})
 	// The reference run goes on beside the kills (it only makes them
 	// slower, which keeps every kill inside the run).
 	refDone := make(chan summary, 1)
