@@ -317,18 +317,8 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		// to the end of pending, so that the next claims look at work
 		// still free before they look at these again.
 		passed := map[string]bool{}
-		if len(cr.Claimed) > 0 {
-			last := -1
-			for i, k := range fresh {
-				if mine[k] {
-					last = i
-				}
-			}
-			for _, k := range fresh[:last+1] {
-				if !mine[k] {
-					passed[k] = true
-				}
-			}
+		for _, k := range store.PassedOver(fresh, cr.Claimed) {
+			passed[k] = true
 		}
 		var run, done, rest, held []*Item
 		var release []string

@@ -75,14 +75,7 @@ func (s *Store) claim(ctx context.Context, owner string, keys []string, limit in
 	if len(keys) == 0 {
 		return res, nil
 	}
-	uniq := make([]string, 0, len(keys))
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			uniq = append(uniq, k)
-		}
-	}
+	uniq := uniqueKeys(keys)
 	if limit <= 0 {
 		limit = len(uniq)
 	}
@@ -195,15 +188,29 @@ func (s *Store) ClaimUnstoredRead(ctx context.Context, owner string, keys []stri
 	}
 	look := keys
 	if len(res.Claimed) > 0 {
-		look = append(passedOver(keys, res.Claimed), res.Claimed...)
+		look = append(PassedOver(keys, res.Claimed), res.Claimed...)
 	}
 	gens, err := s.Generations(ctx, "", look)
 	return res, gens, err
 }
 
-// passedOver returns the keys, in order, that are not claimed but come
-// before the last claimed one: those a claim of keys in this order skipped.
-func passedOver(keys, claimed []string) []string {
+// uniqueKeys returns keys without repeats, in first-seen order.
+func uniqueKeys(keys []string) []string {
+	uniq := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			uniq = append(uniq, k)
+		}
+	}
+	return uniq
+}
+
+// PassedOver returns the keys, in order, that are not claimed but come
+// before the last claimed one: those a claim of keys in this order skipped
+// (held or stored by peers).
+func PassedOver(keys, claimed []string) []string {
 	mine := make(map[string]bool, len(claimed))
 	for _, k := range claimed {
 		mine[k] = true
@@ -228,13 +235,10 @@ func passedOver(keys, claimed []string) []string {
 // own, sees what peers committed while the claim ran (READ COMMITTED takes
 // a snapshot per statement).
 func (s *Store) pgClaimRead(ctx context.Context, owner string, keys []string, limit int, lease time.Duration) (ClaimResult, map[string]Generation, error) {
-	uniq := make([]string, 0, len(keys))
-	want := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if !want[k] {
-			want[k] = true
-			uniq = append(uniq, k)
-		}
+	uniq := uniqueKeys(keys)
+	want := make(map[string]bool, len(uniq))
+	for _, k := range uniq {
+		want[k] = true
 	}
 	if limit <= 0 {
 		limit = len(uniq)

@@ -370,8 +370,8 @@ func TestPassedOver(t *testing.T) {
 		{"gaps before the last claim", []string{"a", "b", "c", "d", "e"}, []string{"b", "d"}, []string{"a", "c"}},
 		{"all claimed", []string{"a", "b"}, []string{"a", "b"}, nil},
 	} {
-		if got := passedOver(c.keys, c.claimed); strings.Join(got, ",") != strings.Join(c.want, ",") {
-			t.Errorf("%s: passedOver = %q, want %q", c.name, got, c.want)
+		if got := PassedOver(c.keys, c.claimed); strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: PassedOver = %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -50,12 +50,12 @@ func copyStore(ctx context.Context, from, to, model string, asJSON bool, w io.Wr
 	defer src.Close()
 	fps := []string{""}
 	if model != "" {
-		inv, err := src.Inventory(ctx)
+		models, err := src.Models(ctx)
 		if err != nil {
 			return err
 		}
 		fps = nil
-		for fp, name := range inv.Models {
+		for fp, name := range models {
 			if name == model || fp == model {
 				fps = append(fps, fp)
 			}
