@@ -244,7 +244,7 @@ func (s *Store) pgClaimRead(ctx context.Context, owner string, keys []string, li
 		limit = len(uniq)
 	}
 	claimQ := s.db.eng.rebind(pgClaimSQL(true))
-	readQ := `SELECT ` + generationCols + ` FROM generations WHERE key = ANY($1::text[])`
+	readQ := `SELECT ` + generationCols + ` FROM generations WHERE key IN (SELECT unnest($1::text[]))`
 	var res ClaimResult
 	var gens map[string]Generation
 	err := s.db.eng.retry(ctx, func() error {
@@ -397,7 +397,7 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 		return nil
 	}
 	if s.db.eng == postgresEngine {
-		_, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[])`, owner, keys)
+		_, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (SELECT unnest(?::text[]))`, owner, keys)
 		if err != nil {
 			return fmt.Errorf("release claims: %w", err)
 		}
@@ -409,7 +409,7 @@ func (s *Store) Release(ctx context.Context, owner string, keys []string) error 
 // releaseIn drops the owner's claims on keys inside a transaction.
 func releaseIn(ctx context.Context, tx *txn, owner string, keys []string) error {
 	if tx.eng == postgresEngine {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[])`, owner, keys); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (SELECT unnest(?::text[]))`, owner, keys); err != nil {
 			return fmt.Errorf("release claims: %w", err)
 		}
 		return nil

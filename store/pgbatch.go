@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // PostgreSQL writes a batch of generations and scores with arrays unnested
@@ -123,33 +125,52 @@ func pgScoreArgs(scores []Score) (keys, rows []any) {
 // claims on them in one statement (one round trip, atomic as a
 // transaction): the scores of each (generation, sample, setting, budget)
 // present are upserted and any other metric stored for it deleted, which
-// replaces them as putScores does.
+// replaces them as putScores does. Each array is sent once: the deletion
+// of other metrics reads the scores' own key columns, and the release
+// the generations' keys.
 func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, scores []Score, now string) error {
-	args := pgGenerationArgs(gens, now)
-	q := `WITH g AS (` + pgGenerationsSQL + ` RETURNING 1)`
+	args := pgGenerationArgs(gens, now) // $1 … $18, keys first
+	q := `WITH g AS (` + postgresEngine.rebind(pgGenerationsSQL) + ` RETURNING 1)`
 	if len(scores) > 0 {
-		keys, rows := pgScoreArgs(scores)
-		q += `, s AS (` + pgScoresSQL + ` RETURNING 1),
-		d AS (DELETE FROM scores x USING unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[]) AS k(g,t,i,sk,b)
-			WHERE x.gen_key=k.g AND x.task=k.t AND x.sample_id=k.i AND x.setting_key=k.sk AND x.budget=k.b
-			AND NOT EXISTS (SELECT 1 FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::text[]) AS n(g,t,i,sk,b,m)
+		_, rows := pgScoreArgs(scores) // $19 … $29: gen_key, task, sample_id, setting, setting_key, budget, metric, …
+		q += `, s AS (` + renumber(postgresEngine.rebind(pgScoresSQL), 18) + ` RETURNING 1),
+		d AS (DELETE FROM scores x USING unnest($19::text[],$20::text[],$21::text[],$23::text[],$24::bigint[],$25::text[]) AS k(g,t,i,sk,b,m)
+			WHERE x.gen_key=k.g AND x.task=k.t AND x.sample_id=k.i AND x.setting_key=k.sk AND x.budget=k.b AND x.metric<>k.m
+			AND NOT EXISTS (SELECT 1 FROM unnest($19::text[],$20::text[],$21::text[],$23::text[],$24::bigint[],$25::text[]) AS n(g,t,i,sk,b,m)
 				WHERE n.g=x.gen_key AND n.t=x.task AND n.i=x.sample_id AND n.sk=x.setting_key AND n.b=x.budget AND n.m=x.metric)
 			RETURNING 1)`
 		args = append(args, rows...)
-		args = append(args, keys...)
-		args = append(args, rows[0], rows[1], rows[2], rows[4], rows[5], rows[6])
 	}
 	if owner != "" {
-		keys := make([]string, len(gens))
-		for i, g := range gens {
-			keys[i] = g.Key
-		}
-		q += `, r AS (DELETE FROM claims WHERE owner=? AND gen_key = ANY(?::text[]) RETURNING 1)`
-		args = append(args, owner, keys)
+		q += fmt.Sprintf(`, r AS (DELETE FROM claims WHERE owner=$%d AND gen_key IN (SELECT unnest($1::text[])) RETURNING 1)`, len(args)+1)
+		args = append(args, owner)
 	}
 	q += ` SELECT 1`
 	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), err)
 	}
 	return nil
+}
+
+// renumber adds by to every $n parameter of q (a statement with numbered
+// parameters placed after others).
+func renumber(q string, by int) string {
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	for i := 0; i < len(q); i++ {
+		b.WriteByte(q[i])
+		if q[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		if j > i+1 {
+			n, _ := strconv.Atoi(q[i+1 : j])
+			b.WriteString(strconv.Itoa(n + by))
+			i = j - 1
+		}
+	}
+	return b.String()
 }

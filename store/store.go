@@ -552,7 +552,7 @@ func (s *Store) eachKeyed(ctx context.Context, fingerprint string, keys []string
 		part := keys[i:min(i+chunk, len(keys))]
 		q, args := "SELECT "+cols+" "+in+" IN ("+placeholders(len(part))+")", anys(part)
 		if s.db.eng == postgresEngine {
-			q, args = "SELECT "+cols+" "+in+" = ANY(?::text[])", []any{part}
+			q, args = "SELECT "+cols+" "+in+" IN (SELECT unnest(?::text[]))", []any{part}
 		}
 		rows, err := s.db.QueryContext(ctx, q, args...)
 		if err != nil {
