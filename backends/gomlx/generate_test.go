@@ -197,15 +197,19 @@ func TestChunkLength(t *testing.T) {
 	}
 }
 
-// TestDecodeKeys checks the decode key buckets: each holds n, pads under a
-// quarter once n ≥ minCache, and keyBuckets lists each bucket once.
+// TestDecodeKeys checks the decode key buckets: each holds n; a bucket
+// that is not the whole cache is at most half of it and pads under a
+// quarter once n ≥ minCache; a step attends the whole cache only once its
+// bucket would be over half of it; keyBuckets lists each bucket once.
 func TestDecodeKeys(t *testing.T) {
 	for _, length := range []int{64, 512, 4096, 10240} {
 		seen := map[int]bool{}
 		for n := 1; n <= length; n++ {
 			k := decodeKeys(n, length)
 			seen[k] = true
-			if k < n || k > length || (n >= minCache && 4*(k-n) >= k) {
+			bucket := min(roundUp(max(n, minCache), blockLength(n)), length)
+			if k < n || k > length || (k < length && (2*k > length || (n >= minCache && 4*(k-n) >= k))) ||
+				(k == length && 2*bucket <= length && bucket < length) {
 				t.Fatalf("decodeKeys(%d, %d) = %d", n, length, k)
 			}
 		}
