@@ -44,7 +44,7 @@ func (k graphKey) String() string {
 
 // layerParams are the parameter nodes of one decoder block.
 type layerParams struct {
-	inNorm, qkv, qkvBias, o, oBias, postNorm, gateUp, gateUpBias, down, downBias *Node
+	inNorm, q, k, v, qBias, kBias, vBias, o, oBias, postNorm, gate, up, gateBias, upBias, down, downBias *Node
 }
 
 // modelParams are the parameter nodes of the whole model.
@@ -117,9 +117,14 @@ func weightSpecs(c Config, lay layout) []weightSpec {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		specs = append(specs,
 			weightSpec{p + "input_layernorm.weight", []int{d}, false, false},
-			weightSpec{p + "self_attn.qkv_proj.weight", []int{q + 2*kv, d}, true, projInOut})
+			weightSpec{p + "self_attn.q_proj.weight", []int{q, d}, true, projInOut},
+			weightSpec{p + "self_attn.k_proj.weight", []int{kv, d}, true, projInOut},
+			weightSpec{p + "self_attn.v_proj.weight", []int{kv, d}, true, projInOut})
 		if lay.qkvBias {
-			specs = append(specs, weightSpec{p + "self_attn.qkv_proj.bias", []int{q + 2*kv}, false, false})
+			specs = append(specs,
+				weightSpec{p + "self_attn.q_proj.bias", []int{q}, false, false},
+				weightSpec{p + "self_attn.k_proj.bias", []int{kv}, false, false},
+				weightSpec{p + "self_attn.v_proj.bias", []int{kv}, false, false})
 		}
 		specs = append(specs, weightSpec{p + "self_attn.o_proj.weight", []int{d, q}, true, projInOut})
 		if lay.oBias {
@@ -127,9 +132,12 @@ func weightSpecs(c Config, lay layout) []weightSpec {
 		}
 		specs = append(specs,
 			weightSpec{p + "post_attention_layernorm.weight", []int{d}, false, false},
-			weightSpec{p + "mlp.gate_up_proj.weight", []int{2 * in, d}, true, projInOut})
+			weightSpec{p + "mlp.gate_proj.weight", []int{in, d}, true, projInOut},
+			weightSpec{p + "mlp.up_proj.weight", []int{in, d}, true, projInOut})
 		if lay.mlpBias {
-			specs = append(specs, weightSpec{p + "mlp.gate_up_proj.bias", []int{2 * in}, false, false})
+			specs = append(specs,
+				weightSpec{p + "mlp.gate_proj.bias", []int{in}, false, false},
+				weightSpec{p + "mlp.up_proj.bias", []int{in}, false, false})
 		}
 		specs = append(specs, weightSpec{p + "mlp.down_proj.weight", []int{d, in}, true, projInOut})
 		if lay.mlpBias {
@@ -160,18 +168,18 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 	for l := range p.layers {
 		lp := &p.layers[l]
 		lp.inNorm = next()
-		lp.qkv = next()
+		lp.q, lp.k, lp.v = next(), next(), next()
 		if lay.qkvBias {
-			lp.qkvBias = next()
+			lp.qBias, lp.kBias, lp.vBias = next(), next(), next()
 		}
 		lp.o = next()
 		if lay.oBias {
 			lp.oBias = next()
 		}
 		lp.postNorm = next()
-		lp.gateUp = next()
+		lp.gate, lp.up = next(), next()
 		if lay.mlpBias {
-			lp.gateUpBias = next()
+			lp.gateBias, lp.upBias = next(), next()
 		}
 		lp.down = next()
 		if lay.mlpBias {
@@ -325,11 +333,9 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	newCaches := make([]*Node, len(caches))
 	for l, lp := range p.layers {
 		h := rmsNorm(x, lp.inNorm, c.RMSNormEps)
-		qkv := linear(h, lp.qkv, lp.qkvBias, projInOut)
-		qd, kd := H*hd, kvH*hd
-		q := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(0, qd)), R, C, H, hd)
-		kk := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(qd, qd+kd)), R, C, kvH, hd)
-		vv := Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisRange(qd+kd, qd+2*kd)), R, C, kvH, hd)
+		q := Reshape(linear(h, lp.q, lp.qBias, projInOut), R, C, H, hd)
+		kk := Reshape(linear(h, lp.k, lp.kBias, projInOut), R, C, kvH, hd)
+		vv := Reshape(linear(h, lp.v, lp.vBias, projInOut), R, C, kvH, hd)
 		q = rope(q, cos, sin)
 		kk = rope(kk, cos, sin)
 		zero := ScalarZero(g, dtypes.Float32)
@@ -383,10 +389,8 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		x = Add(x, linear(att, lp.o, lp.oBias, projInOut))
 
 		h = rmsNorm(x, lp.postNorm, c.RMSNormEps)
-		gu := linear(h, lp.gateUp, lp.gateUpBias, projInOut)
-		in := c.IntermediateSize
-		gate := Slice(gu, AxisRange(), AxisRange(), AxisRange(0, in))
-		up := Slice(gu, AxisRange(), AxisRange(), AxisRange(in, 2*in))
+		gate := linear(h, lp.gate, lp.gateBias, projInOut)
+		up := linear(h, lp.up, lp.upBias, projInOut)
 		act := Mul(Mul(gate, Logistic(gate)), up)
 		x = Add(x, linear(act, lp.down, lp.downBias, projInOut))
 	}

@@ -250,8 +250,10 @@ func heldHalf(half dtypes.DType, device string) dtypes.DType {
 	return half
 }
 
-// loadHostWeights reads every tensor, validates its shape and fuses q/k/v
-// and gate/up, returning the weights in canonical order.
+// loadHostWeights reads every tensor and validates its shape, returning
+// the weights in canonical order (weightSpecs). The projections stay
+// separate: a fused q/k/v or gate/up product would be split with the
+// pure-Go backend's Slice, an element-by-element copy of its output.
 func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][]float32, error) {
 	d, q, kv, in := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	lay := layout{
@@ -266,20 +268,8 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 	}
 	lay.half = halfDType(w)
 	var out [][]float32
-	read := func(name string, dims ...int) ([]float32, error) { return w.Read(name, dims...) }
-	cat := func(parts ...[]float32) []float32 {
-		n := 0
-		for _, p := range parts {
-			n += len(p)
-		}
-		r := make([]float32, 0, n)
-		for _, p := range parts {
-			r = append(r, p...)
-		}
-		return r
-	}
 	add := func(name string, dims ...int) error {
-		x, err := read(name, dims...)
+		x, err := w.Read(name, dims...)
 		if err != nil {
 			return err
 		}
@@ -305,31 +295,23 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 		if err := add(p+"input_layernorm.weight", d); err != nil {
 			return lay, nil, err
 		}
-		var parts [][]float32
 		for _, s := range []struct {
 			n   string
 			out int
 		}{{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}} {
-			x, err := read(p+"self_attn."+s.n+".weight", s.out, d)
-			if err != nil {
+			if err := add(p+"self_attn."+s.n+".weight", s.out, d); err != nil {
 				return lay, nil, err
 			}
-			parts = append(parts, x)
 		}
-		out = append(out, cat(parts...))
 		if lay.qkvBias {
-			parts = parts[:0]
 			for _, s := range []struct {
 				n   string
 				out int
 			}{{"q_proj", q}, {"k_proj", kv}, {"v_proj", kv}} {
-				x, err := read(p+"self_attn."+s.n+".bias", s.out)
-				if err != nil {
+				if err := add(p+"self_attn."+s.n+".bias", s.out); err != nil {
 					return lay, nil, err
 				}
-				parts = append(parts, x)
 			}
-			out = append(out, cat(parts...))
 		}
 		if err := add(p+"self_attn.o_proj.weight", d, q); err != nil {
 			return lay, nil, err
@@ -342,25 +324,17 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 		if err := add(p+"post_attention_layernorm.weight", d); err != nil {
 			return lay, nil, err
 		}
-		gate, err := read(p+"mlp.gate_proj.weight", in, d)
-		if err != nil {
-			return lay, nil, err
+		for _, n := range []string{"gate_proj", "up_proj"} {
+			if err := add(p+"mlp."+n+".weight", in, d); err != nil {
+				return lay, nil, err
+			}
 		}
-		up, err := read(p+"mlp.up_proj.weight", in, d)
-		if err != nil {
-			return lay, nil, err
-		}
-		out = append(out, cat(gate, up))
 		if lay.mlpBias {
-			gb, err := read(p+"mlp.gate_proj.bias", in)
-			if err != nil {
-				return lay, nil, err
+			for _, n := range []string{"gate_proj", "up_proj"} {
+				if err := add(p+"mlp."+n+".bias", in); err != nil {
+					return lay, nil, err
+				}
 			}
-			ub, err := read(p+"mlp.up_proj.bias", in)
-			if err != nil {
-				return lay, nil, err
-			}
-			out = append(out, cat(gb, ub))
 		}
 		if err := add(p+"mlp.down_proj.weight", d, in); err != nil {
 			return lay, nil, err

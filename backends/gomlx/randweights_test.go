@@ -50,9 +50,7 @@ func randomWeights(c Config, seed uint64) [][]float32 {
 		out = append(out, draw(c.VocabSize*d, false))
 	}
 	for _, lw := range layers {
-		qkv := append(append(append([]float32{}, lw.q...), lw.k...), lw.v...)
-		gateUp := append(append([]float32{}, lw.gate...), lw.up...)
-		out = append(out, lw.inNorm, qkv, lw.o, lw.postNorm, gateUp, lw.down)
+		out = append(out, lw.inNorm, lw.q, lw.k, lw.v, lw.o, lw.postNorm, lw.gate, lw.up, lw.down)
 	}
 	return out
 }
