@@ -218,17 +218,38 @@ func rmsNorm(x, w *Node, eps float64) *Node {
 	return Mul(ExpandLeftToRank(w, y.Rank()), y)
 }
 
-// rope applies rotate-half RoPE to x [rows, chunk, heads, hd] with cos/sin
-// [rows, chunk, 1, hd/2].
-func rope(x, cos, sin *Node) *Node {
-	hd := x.Shape().Dimensions[3]
+// ropeTables are the rotate-half RoPE tables of one step: cos and
+// signedSin [rows, chunk, 1, hd] (cos|cos and -sin|sin of the positions'
+// angles) and swap, the [hd, hd] matrix that exchanges the two halves of
+// a head vector.
+type ropeTables struct{ cos, signedSin, swap *Node }
+
+// newRopeTables builds the tables from the angles [rows, chunk, hd/2].
+func newRopeTables(freqs *Node, hd int) ropeTables {
+	cos, sin := ExpandAxes(Cos(freqs), 2), ExpandAxes(Sin(freqs), 2)
 	half := hd / 2
-	x1 := Slice(x, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, half))
-	x2 := Slice(x, AxisRange(), AxisRange(), AxisRange(), AxisRange(half, hd))
-	return Concatenate([]*Node{
-		Sub(Mul(x1, cos), Mul(x2, sin)),
-		Add(Mul(x2, cos), Mul(x1, sin)),
-	}, -1)
+	swap := make([][]float32, hd)
+	for i := range swap {
+		swap[i] = make([]float32, hd)
+		swap[i][(i+half)%hd] = 1
+	}
+	return ropeTables{
+		cos:       Concatenate([]*Node{cos, cos}, -1),
+		signedSin: Concatenate([]*Node{Neg(sin), sin}, -1),
+		swap:      Const(freqs.Graph(), swap),
+	}
+}
+
+// rope applies rotate-half RoPE to x [rows, chunk, heads, hd]:
+// x1·cos − x2·sin | x2·cos + x1·sin for the halves x1|x2, computed as
+// x·cos + swap(x)·signedSin. The halves are exchanged by a product with a
+// permutation matrix (exact: one term of each sum is not zero), which the
+// pure-Go backend runs vectorised on every core, where slicing the halves
+// out and concatenating the results are element-by-element copies on one
+// core; the result is the same bit for bit.
+func rope(x *Node, t ropeTables) *Node {
+	swapped := DotGeneral(x, []int{3}, nil, t.swap, []int{0}, nil)
+	return Add(Mul(x, t.cos), Mul(swapped, t.signedSin))
 }
 
 // buildStep builds and compiles the graph for key k. Parameters: the
@@ -281,8 +302,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	posF := ConvertDType(positions, dtypes.Float32)
 	inv := Const(g, invFreq)
 	freqs := Mul(ExpandAxes(posF, -1), Reshape(inv, 1, 1, hd/2)) // [R,C,hd/2]
-	cos := ExpandAxes(Cos(freqs), 2)
-	sin := ExpandAxes(Sin(freqs), 2)
+	rt := newRopeTables(freqs, hd)
 
 	// Attention blocks: query rows [lo, hi) of the chunk attend to keys
 	// [0, keys). A prefill chunk of several blocks gives block j the keys
@@ -336,8 +356,8 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		q := Reshape(linear(h, lp.q, lp.qBias, projInOut), R, C, H, hd)
 		kk := Reshape(linear(h, lp.k, lp.kBias, projInOut), R, C, kvH, hd)
 		vv := Reshape(linear(h, lp.v, lp.vBias, projInOut), R, C, kvH, hd)
-		q = rope(q, cos, sin)
-		kk = rope(kk, cos, sin)
+		q = rope(q, rt)
+		kk = rope(kk, rt)
 		zero := ScalarZero(g, dtypes.Float32)
 		kk = Where(valid, kk, zero)
 		vv = Where(valid, vv, zero)
