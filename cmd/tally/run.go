@@ -20,6 +20,7 @@ import (
 	"tally/generate"
 	"tally/internal/demostory"
 	"tally/report"
+	"tally/rescore"
 	"tally/store"
 	"tally/tasks"
 )
@@ -461,8 +462,7 @@ func countCells(p *generate.Plan) int {
 func storeSamples(j *generate.Job) []store.Sample {
 	out := make([]store.Sample, len(j.Samples))
 	for i, s := range j.Samples {
-		meta, _ := json.Marshal(map[string]any{"metadata": s.Metadata, "share_key": s.ShareKey})
-		out[i] = store.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, Refs: s.References, Metadata: meta}
+		out[i] = rescore.ToStore(s)
 	}
 	return out
 }

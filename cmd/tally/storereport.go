@@ -11,6 +11,7 @@ import (
 
 	"tally/generate"
 	"tally/report"
+	"tally/rescore"
 	"tally/store"
 )
 
@@ -60,16 +61,16 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	}
 	// Stale scores are recomputed in memory; tables need the summary
 	// alone; the HTML page and lm-eval files show every sample.
-	rs, err := newRescorer(ctx, st)
+	rs, err := rescore.New(ctx, st)
 	if err != nil {
 		return err
 	}
-	opt := report.LoadOptions{Summary: format != "html" && outputPath == "", Fix: rs.fix}
+	opt := report.LoadOptions{Summary: format != "html" && outputPath == "", Fix: rs.Fix}
 	ds, err := report.LoadWith(ctx, st, filter, opt)
 	if err != nil {
 		return err
 	}
-	rs.note(stderr)
+	noteChecked(stderr, rs)
 	ds.Title = "tally report: " + f.storePath
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
@@ -108,11 +109,11 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 	if err != nil {
 		return err
 	}
-	rs, err := newRescorer(ctx, st)
+	rs, err := rescore.New(ctx, st)
 	if err != nil {
 		return err
 	}
-	ds, err := report.LoadWith(ctx, st, filter, report.LoadOptions{Fix: rs.fix})
+	ds, err := report.LoadWith(ctx, st, filter, report.LoadOptions{Fix: rs.Fix})
 	if err != nil {
 		return err
 	}
