@@ -58,7 +58,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
-	fl.StringSliceVar(&f.tasks, "tasks", defTasks, "tasks: built-in names or YAML paths (see `tally tasks`)")
+	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
@@ -279,8 +279,9 @@ func noArgsWorker(cmd *cobra.Command, args []string) error {
 }
 
 // workerAuto is the value of a bare --worker: the worker is named after
-// its host.
-const workerAuto = "\x00host"
+// its host. The help shows it as the default of a bare --worker
+// (--worker string[="$HOSTNAME"]), and the literal value means the same.
+const workerAuto = "$HOSTNAME"
 
 // registerWorker adds --worker to a command that does model work.
 func (f *runFlags) registerWorker(cmd *cobra.Command) {

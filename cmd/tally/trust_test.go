@@ -429,3 +429,30 @@ func TestFlagsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpReadable: every command's help prints flag types and defaults a
+// user can read (no control characters, no prose taken for a type name).
+func TestHelpReadable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	for _, c := range []string{"run", "rerun", "demo", "plan", "report", "compare", "ls", "export", "import", "rescore", "metric", "tokenize", "generate"} {
+		stdout, stderr, code := runStatus(t, c, "--help")
+		if code != 0 {
+			t.Errorf("%s --help: status %d: %s", c, code, stderr)
+			continue
+		}
+		if i := strings.IndexFunc(stdout, func(r rune) bool { return r < ' ' && r != '\n' && r != '\t' }); i >= 0 {
+			t.Errorf("%s --help: control character %q in %q", c, stdout[i], stdout[max(i-40, 0):min(i+40, len(stdout))])
+		}
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.Contains(line, "--tasks tally") {
+				t.Errorf("%s --help: %q", c, line)
+			}
+		}
+	}
+	stdout, _, _ := runStatus(t, "run", "--help")
+	if !strings.Contains(stdout, `--worker string[="$HOSTNAME"]`) {
+		t.Errorf("run --help does not show a bare --worker's default:\n%s", stdout)
+	}
+}
