@@ -16,6 +16,7 @@ import (
 
 	"tally/backends"
 	"tally/backends/internal/fanout"
+	"tally/backends/internal/resume"
 	"tally/backends/internal/retry"
 )
 
@@ -57,11 +58,8 @@ func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 var (
-	errSinkStop  = errors.New("sink asked to stop")
-	errStalled   = errors.New("stream stalled")
-	errNoDone    = errors.New("stream ended before the final message")
-	errPermanent = errors.New("not retryable")
-	errDiverged  = errors.New("replay diverged from the streamed text")
+	errStalled = errors.New("stream stalled")
+	errNoDone  = errors.New("stream ended before the final message")
 )
 
 // Generate runs every request with Slots() in flight, in order, streaming
@@ -108,110 +106,27 @@ func (b *Backend) sizeContext(reqs []backends.Request) int {
 
 // attempt is what one streamed attempt produced.
 type attempt struct {
-	text       strings.Builder // text streamed (and sent to the sink)
-	pieces     int             // non-empty pieces streamed
-	skipLeft   string          // replayed text not yet reproduced
+	resume.Progress
 	done       bool
 	doneReason string
 	metrics    api.Metrics
+	numCtx     int
 }
 
-// one runs a request to its Done event (unless ctx ends).
-func (b *Backend) one(ctx context.Context, r backends.Request, numCtx int, sink backends.Sink) {
-	fail := func(finish string, err error, gen int) {
-		sink(backends.Event{Index: r.Index, Done: true, Finish: finish, Err: err, GenTokens: gen})
-	}
-	if r.MaxTokens <= 0 {
-		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength})
-		return
-	}
-	if est := b.estimate(r); est+r.MaxTokens > b.ctxLen {
-		fail(backends.FinishContext, fmt.Errorf("ollama: about %d prompt tokens + %d new > context %d: %w",
-			est, r.MaxTokens, b.ctxLen, backends.ErrContextOverflow), 0)
-		return
-	}
-	var (
-		streamed strings.Builder // text streamed so far (by every attempt)
-		gen      int             // pieces streamed so far
-		tries    int             // attempts since the last progress
-		lastErr  error
-		replay   = !b.opts.Continue // resume a broken stream by replaying it
-	)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		if tries >= b.opts.MaxTries {
-			fail(backends.FinishError, fmt.Errorf("ollama: request %d failed after %d tries: %w", r.Index, tries, lastErr), gen)
-			return
-		}
-		if tries > 0 && !b.sleep(ctx, tries) {
-			return
-		}
-		tries++
-		// A fresh request, or one resumed after a broken stream: replayed
-		// from the start with the streamed text held back, or continued
-		// after it.
-		prior, skip, budget, earlier := "", "", r.MaxTokens, 0
-		if gen > 0 {
-			if replay {
-				skip = streamed.String()
-			} else {
-				prior, budget, earlier = streamed.String(), max(r.MaxTokens-gen, 1), gen
-			}
-		}
-		a, err := b.stream(ctx, r, prior, skip, budget, numCtx, sink)
-		if a.pieces > 0 {
-			tries = 0 // progress: a fresh budget of tries for the rest
-			streamed.WriteString(a.text.String())
-			gen += a.pieces
-		}
-		switch {
-		case errors.Is(err, errSinkStop):
-			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishStop,
-				GenTokens: gen})
-			return
-		case ctx.Err() != nil:
-			return
-		case err == nil && a.done && a.skipLeft == "":
-			b.finish(r, a, earlier, numCtx, sink)
-			return
-		case err == nil && a.done:
-			err = errDiverged // the replay ended before reproducing the text
-		case err == nil:
-			err = errNoDone
-		}
-		if errors.Is(err, errDiverged) {
-			// Not reproducible (should not happen with greedy decoding):
-			// continue after the streamed text instead, at once.
-			replay = false
-			tries--
-			continue
-		}
-		lastErr = err
-		if errors.Is(err, errPermanent) {
-			fail(backends.FinishError, fmt.Errorf("ollama: request %d: %w", r.Index, err), gen)
-			return
-		}
-		if gen >= r.MaxTokens {
-			// The budget was spent before the stream broke.
-			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength, GenTokens: gen})
-			return
-		}
-	}
-}
+// Complete reports whether the final message arrived.
+func (a *attempt) Complete(error) bool { return a.done }
 
-// finish sends the Done event for a completed attempt; earlier counts the
+// Done is the final event of a completed attempt; earlier counts the
 // pieces of broken attempts before it.
-func (b *Backend) finish(r backends.Request, a *attempt, earlier, numCtx int, sink backends.Sink) {
+func (a *attempt) Done(r backends.Request, earlier, _ int) backends.Event {
 	ev := backends.Event{Index: r.Index, Done: true, GenTokens: earlier + a.metrics.EvalCount,
 		PromptTokens: max(a.metrics.PromptEvalCount-earlier, 0)}
 	switch {
-	case a.metrics.PromptEvalCount >= numCtx:
+	case a.metrics.PromptEvalCount >= a.numCtx:
 		// The runner truncated the prompt to fit num_ctx.
 		ev.Finish = backends.FinishContext
 		ev.Err = fmt.Errorf("ollama: prompt of %d+ tokens truncated by the server to num_ctx %d: %w",
-			a.metrics.PromptEvalCount, numCtx, backends.ErrContextOverflow)
+			a.metrics.PromptEvalCount, a.numCtx, backends.ErrContextOverflow)
 	case a.doneReason == "length":
 		ev.Finish = backends.FinishLength
 	default:
@@ -220,12 +135,25 @@ func (b *Backend) finish(r backends.Request, a *attempt, earlier, numCtx int, si
 		// told apart here; both end the generation for good.
 		ev.Finish = backends.FinishEOS
 	}
-	sink(ev)
+	return ev
 }
 
-// sleep waits the back-off delay before retry number n (1-based).
-func (b *Backend) sleep(ctx context.Context, n int) bool {
-	return retry.Sleep(ctx, retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, n, rand.Float64()))
+// one runs a request to its Done event (unless ctx ends).
+func (b *Backend) one(ctx context.Context, r backends.Request, numCtx int, sink backends.Sink) {
+	if est := b.estimate(r); r.MaxTokens > 0 && est+r.MaxTokens > b.ctxLen {
+		err := fmt.Errorf("ollama: about %d prompt tokens + %d new > context %d: %w", est, r.MaxTokens, b.ctxLen, backends.ErrContextOverflow)
+		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishContext, Err: err})
+		return
+	}
+	c := resume.Config{
+		Name: "ollama", MaxTries: b.opts.MaxTries, Continue: b.opts.Continue, NoDone: errNoDone,
+		Delay: func(tries int, _ error) time.Duration {
+			return retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, tries, rand.Float64())
+		},
+	}
+	resume.Run(ctx, c, r, sink, func(ctx context.Context, prior, skip string, budget int) (resume.Attempt, error) {
+		return b.stream(ctx, r, prior, skip, budget, numCtx, sink)
+	})
 }
 
 // stream runs one attempt with budget new tokens: the request continued
@@ -237,7 +165,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	watchdog := time.AfterFunc(b.opts.StallTimeout, func() { cancel(errStalled) })
 	defer watchdog.Stop()
 
-	a := &attempt{skipLeft: skip}
+	a := &attempt{Progress: resume.Progress{SkipLeft: skip}, numCtx: numCtx}
 	opts := map[string]any{
 		"num_ctx": numCtx, "num_predict": budget, "temperature": 0, "seed": b.opts.Seed,
 	}
@@ -250,24 +178,8 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	}
 	onPiece := func(text string, done bool, reason string, m api.Metrics) error {
 		watchdog.Reset(b.opts.StallTimeout)
-		if a.skipLeft != "" && text != "" {
-			switch {
-			case strings.HasPrefix(a.skipLeft, text):
-				a.skipLeft = a.skipLeft[len(text):]
-				text = ""
-			case strings.HasPrefix(text, a.skipLeft):
-				text = text[len(a.skipLeft):]
-				a.skipLeft = ""
-			default:
-				return errDiverged
-			}
-		}
-		if text != "" {
-			a.text.WriteString(text)
-			a.pieces++
-			if !sink(backends.Event{Index: r.Index, Text: text}) {
-				return errSinkStop
-			}
+		if err := a.Piece(r.Index, text, sink); err != nil {
+			return err
 		}
 		if done {
 			a.done, a.doneReason, a.metrics = true, reason, m
@@ -299,7 +211,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 				return onPiece(resp.Response, resp.Done, resp.DoneReason, resp.Metrics)
 			})
 	}
-	if err == nil || errors.Is(err, errSinkStop) {
+	if err == nil || errors.Is(err, resume.ErrSinkStop) {
 		return a, err
 	}
 	if cause := context.Cause(actx); errors.Is(cause, errStalled) && ctx.Err() == nil {
@@ -308,7 +220,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	var he *HTTPError
 	if errors.As(err, &he) && he.StatusCode >= 400 && he.StatusCode < 500 && he.StatusCode != http.StatusTooManyRequests &&
 		he.StatusCode != http.StatusRequestTimeout {
-		return a, fmt.Errorf("%w: %w", errPermanent, err)
+		return a, fmt.Errorf("%w: %w", resume.ErrPermanent, err)
 	}
 	return a, err
 }

@@ -10,11 +10,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
 
 	"tally/backends"
 	"tally/backends/internal/fanout"
+	"tally/backends/internal/resume"
 	"tally/backends/internal/retry"
 )
 
@@ -22,11 +22,8 @@ import (
 const maxRetryAfter = 10 * time.Minute
 
 var (
-	errSinkStop  = errors.New("sink asked to stop")
-	errStalled   = errors.New("stream stalled")
-	errNoDone    = errors.New("stream ended before [DONE]")
-	errPermanent = errors.New("not retryable")
-	errDiverged  = errors.New("replay diverged from the streamed text")
+	errStalled = errors.New("stream stalled")
+	errNoDone  = errors.New("stream ended before [DONE]")
 )
 
 // Generate runs every request with Slots() in flight, in order, streaming
@@ -50,102 +47,19 @@ type usage struct {
 
 // attempt is what one streamed attempt produced.
 type attempt struct {
-	text     strings.Builder // text streamed (and sent to the sink)
-	pieces   int             // non-empty pieces streamed
-	skipLeft string          // replayed text not yet reproduced
-	finish   string          // the choice's finish_reason, once sent
-	done     bool            // [DONE] arrived
-	usage    *usage
+	resume.Progress
+	finish string // the choice's finish_reason, once sent
+	done   bool   // [DONE] arrived
+	usage  *usage
 }
 
-// one runs a request to its Done event (unless ctx ends).
-func (b *Backend) one(ctx context.Context, r backends.Request, sink backends.Sink) {
-	fail := func(finish string, err error, gen int) {
-		sink(backends.Event{Index: r.Index, Done: true, Finish: finish, Err: err, GenTokens: gen})
-	}
-	if r.MaxTokens <= 0 {
-		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength})
-		return
-	}
-	var (
-		streamed strings.Builder // text streamed so far (by every attempt)
-		gen      int             // pieces streamed so far
-		tries    int             // attempts since the last progress
-		lastErr  error
-		wait     time.Duration // the server's Retry-After for the next try
-		replay   = true        // resume a broken stream by replaying it
-	)
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		if tries >= b.opts.MaxTries {
-			fail(backends.FinishError, fmt.Errorf("openai: request %d failed after %d tries: %w", r.Index, tries, lastErr), gen)
-			return
-		}
-		if tries > 0 {
-			d := max(retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, tries, rand.Float64()), min(wait, maxRetryAfter))
-			if !retry.Sleep(ctx, d) {
-				return
-			}
-		}
-		tries++
-		prior, skip, budget, earlier := "", "", r.MaxTokens, 0
-		if gen > 0 {
-			if replay {
-				skip = streamed.String()
-			} else {
-				prior, budget, earlier = streamed.String(), max(r.MaxTokens-gen, 1), gen
-			}
-		}
-		a, err := b.stream(ctx, r, prior, skip, budget, sink)
-		if a.pieces > 0 {
-			tries = 0
-			streamed.WriteString(a.text.String())
-			gen += a.pieces
-		}
-		complete := a.done || (err == nil && a.finish != "")
-		switch {
-		case errors.Is(err, errSinkStop):
-			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishStop, GenTokens: gen})
-			return
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, backends.ErrContextOverflow):
-			fail(backends.FinishContext, fmt.Errorf("openai: request %d: %w", r.Index, err), gen)
-			return
-		case err == nil && complete && a.skipLeft == "":
-			b.finish(r, a, earlier, gen, sink)
-			return
-		case err == nil && complete:
-			err = errDiverged // the replay ended before reproducing the text
-		case err == nil:
-			err = errNoDone
-		}
-		if errors.Is(err, errDiverged) {
-			replay = false
-			tries--
-			continue
-		}
-		lastErr, wait = err, 0
-		var he *HTTPError
-		if errors.As(err, &he) {
-			wait = he.RetryAfter
-		}
-		if errors.Is(err, errPermanent) {
-			fail(backends.FinishError, fmt.Errorf("openai: request %d: %w", r.Index, err), gen)
-			return
-		}
-		if gen >= r.MaxTokens {
-			sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishLength, GenTokens: gen})
-			return
-		}
-	}
-}
+// Complete reports whether [DONE] arrived, or the choice finished in a
+// stream that ended cleanly without it.
+func (a *attempt) Complete(err error) bool { return a.done || (err == nil && a.finish != "") }
 
-// finish sends the Done event for a completed attempt; earlier counts the
+// Done is the final event of a completed attempt; earlier counts the
 // pieces of broken attempts continued by it, gen every piece streamed.
-func (b *Backend) finish(r backends.Request, a *attempt, earlier, gen int, sink backends.Sink) {
+func (a *attempt) Done(r backends.Request, earlier, gen int) backends.Event {
 	ev := backends.Event{Index: r.Index, Done: true, GenTokens: gen}
 	if a.usage != nil && a.usage.CompletionTokens > 0 {
 		ev.GenTokens = earlier + a.usage.CompletionTokens
@@ -161,7 +75,27 @@ func (b *Backend) finish(r backends.Request, a *attempt, earlier, gen int, sink 
 		// text and report both alike); both end the generation for good.
 		ev.Finish = backends.FinishEOS
 	}
-	sink(ev)
+	return ev
+}
+
+// one runs a request to its Done event (unless ctx ends).
+func (b *Backend) one(ctx context.Context, r backends.Request, sink backends.Sink) {
+	c := resume.Config{
+		Name: "openai", MaxTries: b.opts.MaxTries, NoDone: errNoDone,
+		// The back-off, or the server's Retry-After when it asked for
+		// longer.
+		Delay: func(tries int, err error) time.Duration {
+			var wait time.Duration
+			var he *HTTPError
+			if errors.As(err, &he) {
+				wait = he.RetryAfter
+			}
+			return max(retry.Backoff(b.opts.BaseDelay, b.opts.MaxDelay, tries, rand.Float64()), min(wait, maxRetryAfter))
+		},
+	}
+	resume.Run(ctx, c, r, sink, func(ctx context.Context, prior, skip string, budget int) (resume.Attempt, error) {
+		return b.stream(ctx, r, prior, skip, budget, sink)
+	})
 }
 
 // message is one chat message.
@@ -231,11 +165,11 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	watchdog := time.AfterFunc(b.opts.StallTimeout, func() { cancel(errStalled) })
 	defer watchdog.Stop()
 
-	a := &attempt{skipLeft: skip}
+	a := &attempt{Progress: resume.Progress{SkipLeft: skip}}
 	data, path := b.body(r, prior, budget)
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, b.base+path, bytes.NewReader(data))
 	if err != nil {
-		return a, fmt.Errorf("%w: %w", errPermanent, err)
+		return a, fmt.Errorf("%w: %w", resume.ErrPermanent, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -252,28 +186,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 		}
 		return a, classify(he)
 	}
-	onPiece := func(text string) error {
-		if a.skipLeft != "" && text != "" {
-			switch {
-			case strings.HasPrefix(a.skipLeft, text):
-				a.skipLeft = a.skipLeft[len(text):]
-				text = ""
-			case strings.HasPrefix(text, a.skipLeft):
-				text = text[len(a.skipLeft):]
-				a.skipLeft = ""
-			default:
-				return errDiverged
-			}
-		}
-		if text != "" {
-			a.text.WriteString(text)
-			a.pieces++
-			if !sink(backends.Event{Index: r.Index, Text: text}) {
-				return errSinkStop
-			}
-		}
-		return nil
-	}
+	onPiece := func(text string) error { return a.Piece(r.Index, text, sink) }
 	rd := bufio.NewReaderSize(resp.Body, 64<<10)
 	for {
 		line, err := rd.ReadBytes('\n')
@@ -341,7 +254,7 @@ func classify(he *HTTPError) error {
 		he.StatusCode >= 500 || he.StatusCode < 400:
 		return he
 	default:
-		return fmt.Errorf("%w: %w", errPermanent, he)
+		return fmt.Errorf("%w: %w", resume.ErrPermanent, he)
 	}
 }
 
