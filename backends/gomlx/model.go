@@ -130,27 +130,20 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, host, err := loadHostWeights(ctx, cfg, w)
-	if err != nil {
-		return nil, err
-	}
-	tok := opts.Tokenizer
 	tokPath := filepath.Join(dir, "tokenizer.json")
-	if tok == nil {
-		if _, err := os.Stat(tokPath); err == nil {
-			tok, err = loadTokenizer(tokPath)
-			if err != nil {
-				return nil, err
-			}
+	_, statErr := os.Stat(tokPath)
+	m, err := assemble(ctx, cfg, w, opts, func() (StreamTokenizer, error) {
+		if statErr != nil {
+			return nil, nil
 		}
-	}
-	m, err := newModel(cfg, lay, host, tok, opts)
+		return loadTokenizer(tokPath)
+	})
 	if err != nil {
 		return nil, err
 	}
 	m.dir = dir
 	m.fpFiles = append([]string{filepath.Join(dir, "config.json")}, w.Files...)
-	if _, err := os.Stat(tokPath); err == nil {
+	if statErr == nil {
 		m.fpFiles = append(m.fpFiles, tokPath)
 	}
 	return m, nil
@@ -174,23 +167,20 @@ func OpenFS(ctx context.Context, fsys fs.FS, name string, opts Options) (*Model,
 	if err != nil {
 		return nil, err
 	}
-	lay, host, err := loadHostWeights(ctx, cfg, w)
-	if err != nil {
-		return nil, err
-	}
-	tok := opts.Tokenizer
-	tokJSON, tokErr := fs.ReadFile(fsys, "tokenizer.json")
-	switch {
-	case tokErr != nil && !errors.Is(tokErr, fs.ErrNotExist):
-		return nil, fmt.Errorf("read %s/tokenizer.json: %w", name, tokErr)
-	case tok == nil && tokErr == nil:
-		t, err := tokenizer.FromJSON(tokJSON)
+	m, err := assemble(ctx, cfg, w, opts, func() (StreamTokenizer, error) {
+		data, err := fs.ReadFile(fsys, "tokenizer.json")
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("read %s/tokenizer.json: %w", name, err)
+		}
+		t, err := tokenizer.FromJSON(data)
 		if err != nil {
 			return nil, fmt.Errorf("load tokenizer %s/tokenizer.json: %w", name, err)
 		}
-		tok = WrapTokenizer(t)
-	}
-	m, err := newModel(cfg, lay, host, tok, opts)
+		return WrapTokenizer(t), nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +200,23 @@ func OpenFS(ctx context.Context, fsys fs.FS, name string, opts Options) (*Model,
 	}
 	m.fpExtra = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return m, nil
+}
+
+// assemble loads the weights of cfg from w and makes the model, with
+// opts.Tokenizer or, when that is nil, the tokenizer readTok reads (nil
+// when the model has none).
+func assemble(ctx context.Context, cfg Config, w *WeightIndex, opts Options, readTok func() (StreamTokenizer, error)) (*Model, error) {
+	lay, host, err := loadHostWeights(ctx, cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	tok := opts.Tokenizer
+	if tok == nil {
+		if tok, err = readTok(); err != nil {
+			return nil, err
+		}
+	}
+	return newModel(cfg, lay, host, tok, opts)
 }
 
 // halfDType is the dtype the model's matrices are held in: Float16 or
