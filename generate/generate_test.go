@@ -571,3 +571,26 @@ func TestNextClaimBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestFailReason: a failed generation says why, with the prompt's size
+// when the backend counted it and the backend's own words when it refused
+// the prompt on an estimate.
+func TestFailReason(t *testing.T) {
+	for _, tc := range []struct {
+		g    *store.Generation
+		want string
+	}{
+		{nil, ""},
+		{&store.Generation{Finish: backends.FinishEOS}, ""},
+		{&store.Generation{Finish: backends.FinishError}, "backend error"},
+		{&store.Generation{Finish: backends.FinishError, Error: "HTTP 500"}, "backend error: HTTP 500"},
+		{&store.Generation{Finish: backends.FinishContext, PromptTokens: 6920}, "prompt (6920 tokens) exceeds the model's context"},
+		{&store.Generation{Finish: backends.FinishContext, Error: "ollama: about 8385 prompt tokens + 256 new > context 4096: prompt exceeds the model's context"},
+			"ollama: about 8385 prompt tokens + 256 new > context 4096: prompt exceeds the model's context"},
+		{&store.Generation{Finish: backends.FinishContext}, "prompt exceeds the model's context"},
+	} {
+		if got := failReason(tc.g); got != tc.want {
+			t.Errorf("failReason(%+v) = %q, want %q", tc.g, got, tc.want)
+		}
+	}
+}

@@ -271,8 +271,14 @@ func failReason(g *store.Generation) string {
 			return "backend error"
 		}
 		return "backend error: " + g.Error
-	case g.Finish == backends.FinishContext:
+	case g.Finish == backends.FinishContext && g.PromptTokens > 0:
 		return fmt.Sprintf("prompt (%d tokens) exceeds the model's context", g.PromptTokens)
+	case g.Finish == backends.FinishContext && g.Error != "":
+		// A server backend refused it on an estimate (its error says
+		// which) and counted no prompt tokens.
+		return g.Error
+	case g.Finish == backends.FinishContext:
+		return backends.ErrContextOverflow.Error()
 	}
 	return ""
 }
