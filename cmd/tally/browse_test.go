@@ -144,7 +144,7 @@ func TestImportPublished(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
 	tallyOut(t, "import", "--store", db,
 		filepath.Join(data, "leval", "Predictions", "exam_eval", "turbo-16k-0613", "coursera.pred.jsonl"),
-		filepath.Join(data, "counting_stars", "results", "stone_gpt4_32_16.txt"),
+		filepath.Join(data, "counting_stars"), // a folder: its result file is found by its content
 		filepath.Join(data, "alpaca_eval", "results", "text_davinci_001"))
 	var rows []struct {
 		Task, Metric string

@@ -28,6 +28,20 @@ var samplesName = regexp.MustCompile(`^samples_(.+)_(\d{4}-\d{2}-\d{2}T[0-9.\-]+
 // picks up (explicit file arguments may have any name).
 var publishedName = regexp.MustCompile(`(\.pred\.jsonl|^annotations\.json|^model_outputs\.json|_answers\.json|_judged\.json)(\.gz)?$`)
 
+// sniffName is the names of files in a directory that are looked into
+// for a layout known by content (published.Detect).
+var sniffName = regexp.MustCompile(`\.(txt|jsonl|json)(\.gz)?$`)
+
+// detected reports whether a file found in a directory, of a name no
+// layout claims, is a published result file by its content.
+func detected(path string) bool {
+	if !sniffName.MatchString(filepath.Base(path)) {
+		return false
+	}
+	_, ok := published.Detect(path)
+	return ok
+}
+
 // lmevalFiles expands paths (files or directories, searched recursively)
 // into lm-eval sample logs.
 func lmevalFiles(paths []string) ([]string, error) {
@@ -42,7 +56,7 @@ func lmevalFiles(paths []string) ([]string, error) {
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (samplesName.MatchString(d.Name()) || publishedName.MatchString(d.Name())) {
+			if err == nil && !d.IsDir() && (samplesName.MatchString(d.Name()) || publishedName.MatchString(d.Name()) || detected(path)) {
 				out = append(out, path)
 			}
 			return err

@@ -91,6 +91,42 @@ func Read(path string) (Format, []Record, error) {
 	return "", nil, fmt.Errorf("read %s: not a published prediction file this tally knows (fields %s)", path, strings.Join(keys, ", "))
 }
 
+// Detect reports whether path is a published file of a layout Read knows
+// by its content alone, looking at its first JSON line only (so that a
+// directory can be searched for result files whatever their names):
+// Counting-Stars result files, which upstream names freely
+// (stone_gpt4_32_16.txt, *.jsonl). Files whose layout goes by name
+// (*.pred.jsonl, annotations.json, ...) or that hold one JSON array are
+// not detected here.
+func Detect(path string) (Format, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return "", false
+		}
+		r = zr
+	}
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return "", false
+	}
+	var first map[string]json.RawMessage
+	if json.Unmarshal(bytes.TrimSpace(line), &first) != nil {
+		return "", false
+	}
+	if has(first, "reference_counting_results") && has(first, "answer") {
+		return CountingStars, true
+	}
+	return "", false
+}
+
 func wrap(path string, err error) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)

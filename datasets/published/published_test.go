@@ -1,7 +1,11 @@
 package published
 
 import (
+	"bytes"
+	"compress/gzip"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"tally/internal/sharedtest"
@@ -68,5 +72,45 @@ func TestAraGen(t *testing.T) {
 	_, recs, err = Read("testdata/aragen_judged.json")
 	if err != nil || len(recs) != 2 || recs[0].Scores["3c3h_final_score"] != 0.875 || recs[1].Scores["3c3h_correct"] != 0 || len(recs[0].Scores) != 7 {
 		t.Fatalf("judged: %v %+v", err, recs)
+	}
+}
+
+// TestDetect: Counting-Stars result files are known by their content
+// (gzipped or not, whatever their name); other files are not claimed.
+func TestDetect(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"question": "…", "reference_counting_results": [1, 2], "answer": "{\"little_penguin\": [1, 2]}", "sky_size": 100}` + "\n"
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.String()
+	}
+	files := map[string]string{
+		"cs.jsonl":        line + line,
+		"cs.txt.gz":       gz(line),
+		"notes.txt":       "Passage: not JSON at all\n",
+		"other.jsonl":     `{"prompt": "x", "answers": ["y"]}` + "\n",
+		"array.json":      `[{"reference_counting_results": [1], "answer": "1"}]`,
+		"empty.jsonl":     "",
+		"answer-only.txt": `{"answer": "1"}` + "\n",
+	}
+	want := map[string]bool{"cs.jsonl": true, "cs.txt.gz": true}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, ok := Detect(p)
+		if ok != want[name] || (ok && f != CountingStars) {
+			t.Errorf("Detect(%s) = %q, %v; want %v", name, f, ok, want[name])
+		}
+	}
+	if _, ok := Detect(sharedtest.Path(t, "data", "counting_stars", "results", "stone_gpt4_32_16.txt")); !ok {
+		t.Error("the shared Counting-Stars result file is not detected")
+	}
+	if _, ok := Detect(filepath.Join(dir, "missing.txt")); ok {
+		t.Error("a missing file is detected")
 	}
 }
