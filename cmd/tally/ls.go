@@ -2,10 +2,12 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -80,7 +82,7 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", m, short(fp))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m, short(fp), store.RunStarted(r), r.Command, r.Status, string(r.Config))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m, short(fp), store.RunStarted(r), r.Command, r.Status, configSummary(r.Config))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
@@ -100,6 +102,69 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 }
 
 // short abbreviates a long fingerprint for display.
+// configSummary is a run's flags as the table shows them: the ones given
+// (not zero, empty or null), as key=value in key order, the command left
+// out (it has its own column), a list of more than three values shown by
+// its first and its length, and the whole cut at 120 characters (--json
+// gives the config as stored).
+func configSummary(raw json.RawMessage) string {
+	var cfg map[string]any
+	if json.Unmarshal(raw, &cfg) != nil {
+		return short(string(raw))
+	}
+	keys := make([]string, 0, len(cfg))
+	for k := range cfg {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		if k == "command" {
+			continue
+		}
+		var v string
+		switch x := cfg[k].(type) {
+		case nil:
+		case bool:
+			if x {
+				v = "true"
+			}
+		case float64:
+			if x != 0 {
+				v = strconv.FormatFloat(x, 'g', -1, 64)
+			}
+		case string:
+			v = x
+		case []any:
+			vals := make([]string, len(x))
+			for i, e := range x {
+				vals[i] = fmt.Sprint(e)
+			}
+			if len(vals) > 3 {
+				v = fmt.Sprintf("%s,… (%d)", vals[0], len(vals))
+			} else {
+				v = strings.Join(vals, ",")
+			}
+		default:
+			b, _ := json.Marshal(x)
+			if string(b) != "{}" {
+				v = string(b)
+			}
+		}
+		if v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	out := strings.Join(parts, " ")
+	if r := []rune(out); len(r) > 120 {
+		out = string(r[:119]) + "…"
+	}
+	if out == "" {
+		return "-"
+	}
+	return out
+}
+
 func short(fp string) string {
 	if len(fp) > 40 {
 		return fp[:36] + "…"
