@@ -57,7 +57,7 @@ type Config struct {
 
 // RopeScaling holds the RoPE scaling parameters.
 type RopeScaling struct {
-	// Type is "default", "linear" or "llama3".
+	// Type is "default", "linear", "llama3" or "factors".
 	Type string
 	// Factor is the scaling factor (linear, llama3).
 	Factor float64
@@ -65,6 +65,9 @@ type RopeScaling struct {
 	LowFreqFactor, HighFreqFactor float64
 	// OriginalMaxPositionEmbeddings is llama3's original context.
 	OriginalMaxPositionEmbeddings float64
+	// Factors, for Type "factors", divide each inverse frequency (a GGUF
+	// file's rope_freqs: llama.cpp's form of llama3 scaling).
+	Factors []float32
 }
 
 // intList decodes a JSON int, list of ints, or null.
@@ -337,6 +340,10 @@ func (c Config) InvFreq() []float32 {
 	case "linear":
 		for i := range out {
 			out[i] = float32(float64(out[i]) / c.Rope.Factor)
+		}
+	case "factors":
+		for i := range out {
+			out[i] /= c.Rope.Factors[i]
 		}
 	case "llama3":
 		factor := c.Rope.Factor

@@ -15,7 +15,7 @@ import (
 func ResolveModelDir(path string) (string, error) {
 	if st, err := os.Stat(path); err == nil {
 		if !st.IsDir() {
-			return "", fmt.Errorf("model path %s: not a directory", path)
+			return "", fmt.Errorf("model path %s: not a directory (a Hugging Face model) nor a GGUF file", path)
 		}
 		return path, nil
 	}

@@ -102,7 +102,11 @@ type Model struct {
 	budget   int
 	fpFiles  []string // files hashed by Fingerprint
 	fpExtra  string   // extra identity (demo)
-	closed   bool
+	// chat is the chat template a GGUF file carries, with the texts of its
+	// BOS and EOS tokens (empty for a directory, whose
+	// tokenizer_config.json holds them).
+	chat   struct{ source, bos, eos string }
+	closed bool
 	// prefillHook, when set (tests), sees each request's last prompt logits.
 	prefillHook func(index int, logits []float32)
 }
@@ -114,6 +118,9 @@ var _ backends.Backend = (*Model)(nil)
 func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	if path == "demo" {
 		return Demo(ctx, opts)
+	}
+	if IsGGUF(path) {
+		return openGGUF(ctx, path, opts)
 	}
 	dir, err := ResolveModelDir(path)
 	if err != nil {
@@ -269,7 +276,7 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 		mlpBias: c.MLPBias || w.Has("model.layers.0.mlp.gate_proj.bias"),
 	}
 	for name, t := range w.Tensors {
-		if _, ok := dtypeSize[t.DType]; !ok {
+		if _, ok := dtypeSize[t.DType]; !ok && !isBlockType(t.DType) {
 			return lay, nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", t.File, name, t.DType)
 		}
 	}
@@ -439,6 +446,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 
 // Name implements backends.Backend.
 func (m *Model) Name() string { return "gomlx" }
+
+// ChatTemplate returns the chat template the model file carries (a GGUF
+// file's tokenizer.chat_template) and the texts of its BOS and EOS tokens,
+// or "" when it carries none.
+func (m *Model) ChatTemplate() (source, bos, eos string) {
+	return m.chat.source, m.chat.bos, m.chat.eos
+}
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }

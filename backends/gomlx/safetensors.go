@@ -31,6 +31,10 @@ type TensorInfo struct {
 	Offset int64
 	// Length is the data's length in bytes.
 	Length int64
+	// ropeHeads, when set (GGUF query and key projections of the llama
+	// architecture), is the head count whose rotary halves llama.cpp's
+	// converter interleaved; reading undoes it (unpermuteRope).
+	ropeHeads int
 }
 
 // Numel is the number of elements of the tensor.
@@ -122,8 +126,8 @@ func parseSafetensorsHeader(r io.ReaderAt, size int64, path string) ([]TensorInf
 // readTensorF32 reads one tensor and widens it to float32, from r (the
 // bytes of info.File) or, when r is nil, from the file itself.
 func readTensorF32(info TensorInfo, r io.ReaderAt) ([]float32, error) {
-	es, ok := dtypeSize[info.DType]
-	if !ok {
+	es, plain := dtypeSize[info.DType]
+	if !plain && !isBlockType(info.DType) {
 		return nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", info.File, info.Name, info.DType)
 	}
 	if r == nil {
@@ -138,20 +142,39 @@ func readTensorF32(info TensorInfo, r io.ReaderAt) ([]float32, error) {
 	if _, err := r.ReadAt(buf, info.Offset); err != nil {
 		return nil, fmt.Errorf("%s: tensor %s: read: %w", info.File, info.Name, err)
 	}
-	n := int(info.Length) / es
-	out := make([]float32, n)
-	switch info.DType {
-	case "F32":
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	var out []float32
+	switch {
+	case !plain:
+		block, _ := ggmlTypeNamed(info.DType)
+		var err error
+		if out, err = block.dequantize(buf, info.Numel()); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", info.File, info.Name, err)
 		}
-	case "BF16":
-		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+	default:
+		out = make([]float32, int(info.Length)/es)
+		switch info.DType {
+		case "F32":
+			for i := range out {
+				out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+			}
+		case "BF16":
+			for i := range out {
+				out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+			}
+		case "F16":
+			for i := range out {
+				out[i] = halfToFloat32(binary.LittleEndian.Uint16(buf[2*i:]))
+			}
 		}
-	case "F16":
-		for i := range out {
-			out[i] = halfToFloat32(binary.LittleEndian.Uint16(buf[2*i:]))
+	}
+	if info.ropeHeads > 0 {
+		cols := 1
+		if len(info.Shape) == 2 {
+			cols = info.Shape[1]
+		}
+		var err error
+		if out, err = unpermuteRope(out, info.ropeHeads, cols); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", info.File, info.Name, err)
 		}
 	}
 	return out, nil

@@ -121,6 +121,16 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 
 // useChatTemplate gives a native model its own chat template.
 func useChatTemplate(m *gomlx.Model, spec string, systems chattemplate.Systems) error {
+	if src, bos, eos := m.ChatTemplate(); src != "" {
+		tmpl, err := chattemplate.New(src, bos, eos)
+		if err != nil {
+			return fmt.Errorf("chat template of %s: %w", spec, err)
+		}
+		return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
+	}
+	if gomlx.IsGGUF(spec) {
+		return fmt.Errorf("chat template: %s carries no tokenizer.chat_template", spec)
+	}
 	dir, err := gomlx.ResolveModelDir(spec)
 	if err != nil {
 		return err

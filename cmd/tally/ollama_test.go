@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,5 +34,45 @@ func TestRunOllama(t *testing.T) {
 	out, err := runTallyErr(bin, "run", "--model", "ollama:no-such-model", "--tasks", "demo", "--store", db)
 	if err == nil || !strings.Contains(out, "no-such-model") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
 		t.Errorf("missing model: %v %q", err, out)
+	}
+}
+
+// TestRunGGUF runs the native backend on the GGUF file Ollama made of its
+// test model (the weights llama.cpp runs, read in place): a run of the demo
+// task stores and scores every sample, the model shows under its path, and
+// --chat on a file without a chat template is a one-line error.
+func TestRunGGUF(t *testing.T) {
+	root, model := os.Getenv("TALLY_OLLAMA_MODELS"), os.Getenv("TALLY_OLLAMA_MODEL")
+	if root == "" || model == "" {
+		t.Skip("no Ollama models: run scripts/ollama-server.sh and eval its output (.ci/run does)")
+	}
+	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Layers []struct{ MediaType, Digest string }
+	}
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	blob := ""
+	for _, l := range m.Layers {
+		if l.MediaType == "application/vnd.ollama.image.model" {
+			blob = filepath.Join(root, "blobs", strings.Replace(l.Digest, ":", "-", 1))
+		}
+	}
+	bin := buildTally(t)
+	db := filepath.Join(t.TempDir(), "g.db")
+	s, _ := runTally(t, bin, "run", "--model", blob, "--tasks", "demo", "--limit", "4", "--store", db, "--json")
+	if s.GenerationsNew != 4 || s.Errors != 0 || s.Scores["demo"]["nl"] == nil {
+		t.Errorf("run on %s: %+v", blob, s)
+	}
+	if ls := tallyOut(t, "ls", "--store", db); !strings.Contains(ls, blob) {
+		t.Errorf("ls does not name the GGUF file:\n%s", ls)
+	}
+	out, err := runTallyErr(bin, "run", "--model", blob, "--tasks", "demo", "--limit", "1", "--store", db, "--chat")
+	if err == nil || !strings.Contains(out, "carries no tokenizer.chat_template") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("--chat without a template: %v %q", err, out)
 	}
 }

@@ -1,0 +1,301 @@
+package parity
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"tally/backends/gomlx"
+)
+
+// ollamaBlob returns the path of the GGUF blob of an Ollama model in
+// $OLLAMA_MODELS (read from its manifest).
+func ollamaBlob(t *testing.T, model string) string {
+	t.Helper()
+	root := os.Getenv("TALLY_OLLAMA_MODELS")
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"))
+	if err != nil {
+		t.Fatalf("manifest of %s: %v", model, err)
+	}
+	var m struct {
+		Layers []struct{ MediaType, Digest string }
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType == "application/vnd.ollama.image.model" {
+			return filepath.Join(root, "blobs", "sha256-"+l.Digest[len("sha256:"):])
+		}
+	}
+	t.Fatalf("%s: no model layer in %s", model, data)
+	return ""
+}
+
+// compareLogits returns the smallest cosine similarity and the largest
+// absolute difference (relative to the reference's largest magnitude)
+// between the next-token logits of two models over prompts, and how many
+// prompts' argmax differ.
+func compareLogits(t *testing.T, ref, got *gomlx.Model, prompts [][]int) (minCos, maxRel float64, argmaxDiff int) {
+	t.Helper()
+	ctx := context.Background()
+	minCos = 1
+	for _, ids := range prompts {
+		a, err := ref.Logits(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := got.Logits(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dot, na, nb, scale, diff float64
+		am, bm := 0, 0
+		for i := range a {
+			x, y := float64(a[i]), float64(b[i])
+			dot, na, nb = dot+x*y, na+x*x, nb+y*y
+			scale, diff = max(scale, math.Abs(x)), max(diff, math.Abs(x-y))
+			if a[i] > a[am] {
+				am = i
+			}
+			if b[i] > b[bm] {
+				bm = i
+			}
+		}
+		minCos = min(minCos, dot/math.Sqrt(na*nb))
+		maxRel = max(maxRel, diff/scale)
+		if am != bm {
+			argmaxDiff++
+		}
+	}
+	return minCos, maxRel, argmaxDiff
+}
+
+// TestGGUF loads the GGUF files Ollama made (its converter and llama.cpp's
+// quantizer) with the native backend and compares them with the same
+// weights read from safetensors: the tokenizer rebuilt from the GGUF
+// metadata gives the same ids as tokenizer.json, and the logits agree to
+// the precision of each format (F16, Q8_0, and the K-quants Q4_K, Q5_K,
+// Q6_K on a model wide enough for their 256-value blocks).
+func TestGGUF(t *testing.T) {
+	model, dir := os.Getenv("TALLY_OLLAMA_MODEL"), os.Getenv("TALLY_OLLAMA_MODEL_DIR")
+	if model == "" || dir == "" || os.Getenv("TALLY_OLLAMA_MODELS") == "" {
+		t.Skip("no Ollama server: set TALLY_OLLAMA_MODEL, TALLY_OLLAMA_MODELS, OLLAMA_HOST and TALLY_OLLAMA_MODEL_DIR as printed by `eval \"$(scripts/ollama-server.sh)\"` to run")
+	}
+	ctx := context.Background()
+	client, err := api.ClientFromEnvironment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := gomlx.Options{FingerprintCache: "-"}
+	ref, err := gomlx.Open(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+
+	texts := []string{"the harness 3.", "Question 3: alpha bravo", "monday, every sample\n\na stop sequence", "river forty-two 17 ünïcode"}
+	var prompts [][]int
+	for _, s := range texts {
+		ids, err := ref.Tokenizer().Encode(s, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts = append(prompts, ids)
+	}
+
+	t.Run("F16", func(t *testing.T) {
+		g, err := gomlx.Open(ctx, ollamaBlob(t, model), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		for i, s := range texts {
+			ids, err := g.Tokenizer().Encode(s, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(ids) != fmt.Sprint(prompts[i]) {
+				t.Errorf("%q: GGUF tokenizer %v, tokenizer.json %v", s, ids, prompts[i])
+			}
+		}
+		cos, rel, _ := compareLogits(t, ref, g, prompts)
+		t.Logf("F16 GGUF vs F32 safetensors: min cosine %.7f, max |diff| %.2g of the largest logit", cos, rel)
+		if cos < 0.99999 || rel > 5e-3 {
+			t.Errorf("F16 GGUF logits: min cosine %.7f, max relative difference %.2g", cos, rel)
+		}
+	})
+
+	quantize := func(t *testing.T, from, name, q string) string {
+		t.Helper()
+		err := client.Create(ctx, &api.CreateRequest{Model: name, From: from, Quantize: q}, func(api.ProgressResponse) error { return nil })
+		if err != nil {
+			t.Fatalf("ollama create %s --quantize %s: %v", name, q, err)
+		}
+		t.Cleanup(func() { client.Delete(context.Background(), &api.DeleteRequest{Model: name}) })
+		return ollamaBlob(t, name)
+	}
+	// A model whose rows are whole 256-value blocks, for the K-quants.
+	wide := writeWideModel(t, dir)
+	wref, err := gomlx.Open(ctx, wide, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wref.Close()
+	files := map[string]string{}
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		data, err := os.ReadFile(filepath.Join(wide, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest := fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+		if err := client.CreateBlob(ctx, digest, bytes.NewReader(data)); err != nil {
+			t.Fatalf("upload %s: %v", f, err)
+		}
+		files[f] = digest
+	}
+	if err := client.Create(ctx, &api.CreateRequest{Model: "tally-wide", Files: files}, func(api.ProgressResponse) error { return nil }); err != nil {
+		t.Fatalf("ollama create tally-wide: %v", err)
+	}
+	t.Cleanup(func() { client.Delete(context.Background(), &api.DeleteRequest{Model: "tally-wide"}) })
+	// Each block format's error against the source weights (relative RMS
+	// over a tensor), bounded near what rounding to that format gives
+	// Gaussian weights: a decoder that misplaces a bit or a scale is off by
+	// 100% or more.
+	bound := map[string]float64{"Q8_0": 0.01, "Q6_K": 0.03, "Q5_K": 0.05, "Q4_K": 0.10, "Q4_0": 0.12, "F16": 1e-3, "F32": 0}
+	_, src, err := gomlx.ReadGGUF(ollamaBlob(t, "tally-wide"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		quant string
+		cos   float64
+	}{{"q8_0", 0.999}, {"q4_K_M", 0.93}, {"q5_K_M", 0.98}, {"q4_0", 0.9}} {
+		t.Run(tc.quant, func(t *testing.T) {
+			blob := quantize(t, "tally-wide", "tally-wide-"+tc.quant, tc.quant)
+			_, w, err := gomlx.ReadGGUF(blob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := map[string]float64{}
+			for name, info := range w.Tensors {
+				want, err := src.Read(name, src.Tensors[name].Shape...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := w.Read(name, info.Shape...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var se, ss float64
+				for i := range want {
+					e := float64(got[i] - want[i])
+					se, ss = se+e*e, ss+float64(want[i])*float64(want[i])
+				}
+				rel := math.Sqrt(se / ss)
+				worst[info.DType] = max(worst[info.DType], rel)
+				if b, ok := bound[info.DType]; !ok || rel > b {
+					t.Errorf("%s: %s tensor %s: relative RMS error %.3g (bound %g)", tc.quant, info.DType, name, rel, b)
+				}
+			}
+			t.Logf("%s: worst relative RMS error by format %v", tc.quant, worst)
+			g, err := gomlx.Open(ctx, blob, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			cos, rel, flips := compareLogits(t, wref, g, prompts)
+			t.Logf("%s GGUF vs F32 safetensors: min cosine %.5f, max |diff| %.2g of the largest logit, %d of %d argmax differ",
+				tc.quant, cos, rel, flips, len(prompts))
+			if cos < tc.cos {
+				t.Errorf("%s GGUF logits: min cosine %.5f, want ≥ %.3f", tc.quant, cos, tc.cos)
+			}
+		})
+	}
+}
+
+// writeWideModel writes a random Llama (hidden 256, MLP 512, 2 layers,
+// 4 heads of 64, 2 key/value heads) with the tokenizer files of dir, and
+// returns its directory.
+func writeWideModel(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const vocab, d, ffn, layers, heads, kvHeads, hd = 512, 256, 512, 2, 4, 2, 64
+	cfg := map[string]any{
+		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama", "vocab_size": vocab,
+		"hidden_size": d, "intermediate_size": ffn, "num_hidden_layers": layers, "num_attention_heads": heads,
+		"num_key_value_heads": kvHeads, "head_dim": hd, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+		"rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu", "torch_dtype": "float32",
+	}
+	data, _ := json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(out, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 13))
+	tensors := map[string][]int{
+		"model.embed_tokens.weight": {vocab, d}, "model.norm.weight": {d}, "lm_head.weight": {vocab, d},
+	}
+	for l := range layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		for n, s := range map[string][]int{
+			"input_layernorm.weight": {d}, "post_attention_layernorm.weight": {d},
+			"self_attn.q_proj.weight": {heads * hd, d}, "self_attn.k_proj.weight": {kvHeads * hd, d},
+			"self_attn.v_proj.weight": {kvHeads * hd, d}, "self_attn.o_proj.weight": {d, heads * hd},
+			"mlp.gate_proj.weight": {ffn, d}, "mlp.up_proj.weight": {ffn, d}, "mlp.down_proj.weight": {d, ffn},
+		} {
+			tensors[p+n] = s
+		}
+	}
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	header := map[string]any{}
+	var body bytes.Buffer
+	for _, n := range names {
+		shape := tensors[n]
+		numel := 1
+		for _, x := range shape {
+			numel *= x
+		}
+		start := body.Len()
+		for range numel {
+			v := float32(rng.NormFloat64() * 0.08)
+			if len(shape) == 1 {
+				v = 1 + v // norm weights around 1
+			}
+			binary.Write(&body, binary.LittleEndian, v)
+		}
+		header[n] = map[string]any{"dtype": "F32", "shape": shape, "data_offsets": []int{start, body.Len()}}
+	}
+	h, _ := json.Marshal(header)
+	var file bytes.Buffer
+	binary.Write(&file, binary.LittleEndian, uint64(len(h)))
+	file.Write(h)
+	file.Write(body.Bytes())
+	if err := os.WriteFile(filepath.Join(out, "model.safetensors"), file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
