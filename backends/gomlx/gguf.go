@@ -403,7 +403,7 @@ func ggufTokenizer(path string, kv ggml.KV) (StreamTokenizer, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: pre-tokenizer %q is not known: %w", path, pre, errNoGGUFTokenizer)
 	}
-	v := tokenizer.ByteLevelVocab{Pattern: pattern, NFC: pre == "qwen2", BOS: -1}
+	v := tokenizer.ByteLevelVocab{Pattern: pattern, NFC: pre == "qwen2", IgnoreMerges: pre == "llama-bpe", BOS: -1}
 	for _, f := range []struct {
 		key string
 		dst any

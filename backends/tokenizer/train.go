@@ -184,6 +184,9 @@ type ByteLevelVocab struct {
 	Pattern string
 	// NFC normalises the input to NFC first (Qwen2).
 	NFC bool
+	// IgnoreMerges takes a pre-tokenized word that is a token as it is
+	// before any merge (Llama 3; llama.cpp does so for "llama-bpe").
+	IgnoreMerges bool
 	// BOS is the id prepended to every encoding when AddBOS is set.
 	BOS    int
 	AddBOS bool
@@ -251,7 +254,8 @@ func (v ByteLevelVocab) JSON() ([]byte, error) {
 		buf.WriteString(`"post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
 	}
 	buf.WriteString(`"decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
-	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,"ignore_merges":false,"vocab":{`)
+	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,`)
+	fmt.Fprintf(&buf, `"ignore_merges":%t,"vocab":{`, v.IgnoreMerges)
 	first := true
 	for i, t := range v.Tokens {
 		if k := typ(i); k == TokenControl || k == TokenUserDefined {

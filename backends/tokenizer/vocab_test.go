@@ -1,0 +1,112 @@
+package tokenizer
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestByteLevelVocabParity rebuilds the Llama 3 and Qwen3 tokenizers from
+// the parts a GGUF file keeps of them (tokens by id, their types, merges,
+// the pre-tokenizer's name, BOS), as llama.cpp's and Ollama's converters
+// write them, and checks the result against Hugging Face's ids and texts
+// on the parity corpus.
+func TestByteLevelVocabParity(t *testing.T) {
+	for _, tc := range []struct{ name, pre string }{{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", tc.name, "tokenizer.json.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			zr, err := gzip.NewReader(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tj struct {
+				AddedTokens []struct {
+					ID      int    `json:"id"`
+					Content string `json:"content"`
+					Special bool   `json:"special"`
+				} `json:"added_tokens"`
+				PostProcessor struct {
+					Type          string `json:"type"`
+					SpecialTokens map[string]struct {
+						IDs []int `json:"ids"`
+					} `json:"special_tokens"`
+				} `json:"post_processor"`
+				Model struct {
+					Vocab  map[string]int  `json:"vocab"`
+					Merges json.RawMessage `json:"merges"`
+				} `json:"model"`
+			}
+			if err := json.Unmarshal(data, &tj); err != nil {
+				t.Fatal(err)
+			}
+			n := len(tj.Model.Vocab)
+			for _, a := range tj.AddedTokens {
+				n = max(n, a.ID+1)
+			}
+			v := ByteLevelVocab{Tokens: make([]string, n), Types: make([]int, n), BOS: -1}
+			for s, id := range tj.Model.Vocab {
+				v.Tokens[id], v.Types[id] = s, 1
+			}
+			for _, a := range tj.AddedTokens {
+				v.Tokens[a.ID], v.Types[a.ID] = a.Content, TokenUserDefined
+				if a.Special {
+					v.Types[a.ID] = TokenControl
+				}
+			}
+			var pairs [][2]string
+			if json.Unmarshal(tj.Model.Merges, &pairs) != nil {
+				pairs = nil // a partial decode of "left right" strings
+				var strs []string
+				if err := json.Unmarshal(tj.Model.Merges, &strs); err != nil {
+					t.Fatal(err)
+				}
+				v.Merges = strs
+			}
+			for _, p := range pairs {
+				v.Merges = append(v.Merges, p[0]+" "+p[1])
+			}
+			for _, st := range tj.PostProcessor.SpecialTokens {
+				v.BOS, v.AddBOS = st.IDs[0], true
+			}
+			var ok bool
+			if v.Pattern, ok = PatternFor(tc.pre); !ok {
+				t.Fatal(tc.pre)
+			}
+			v.NFC, v.IgnoreMerges = tc.pre == "qwen2", tc.pre == "llama-bpe"
+			js, err := v.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := FromJSON(js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lines := loadFixture(t, tc.name)
+			bad := 0
+			for _, l := range lines {
+				ids, _ := tok.Encode(l.Text, false)
+				ids2, _ := tok.Encode(l.Text, true)
+				dec, _ := tok.Decode(l.IDs, true)
+				keep, _ := tok.Decode(l.IDs, false)
+				if !slices.Equal(ids, l.IDs) || !slices.Equal(ids2, l.IDsSpecial) || dec != l.Decoded || keep != l.DecodedKeepSpecial {
+					if bad++; bad <= 5 {
+						t.Errorf("line %d (%s) %q:\n ids %v\n want %v\n special %v\n want %v", l.I, l.Cat, trunc(l.Text), ids, l.IDs, ids2, l.IDsSpecial)
+					}
+				}
+			}
+			t.Logf("%s: %d of %d lines differ", tc.name, bad, len(lines))
+		})
+	}
+}
