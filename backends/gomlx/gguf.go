@@ -29,8 +29,10 @@ import (
 // architecture are put back in Hugging Face's row order (llama.cpp's
 // converter interleaves each head's two rotary halves for its own RoPE).
 // The tokenizer is the tokenizer.json beside the file when there is one,
-// else the byte-level BPE vocabulary and merges of the file's metadata
-// (tokenizer.ggml.model "gpt2").
+// else the one the file's metadata describes: a byte-level BPE
+// (tokenizer.ggml.model "gpt2": vocabulary and merges) or a SentencePiece
+// BPE ("llama": pieces and scores), rendered as the tokenizer.json Hugging
+// Face would have (backends/tokenizer's vocabularies).
 
 // IsGGUF reports whether path is a regular file that starts with the GGUF
 // magic (Ollama's blobs have no extension).
@@ -81,9 +83,7 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 	if t, ok := kv["tokenizer.chat_template"].(string); ok {
 		m.chat.source = t
 		var tokens []string
-		if raw, err := json.Marshal(kv["tokenizer.ggml.tokens"]); err == nil {
-			json.Unmarshal(raw, &tokens)
-		}
+		kvArrays(path, kv, map[string]any{"tokenizer.ggml.tokens": &tokens})
 		text := func(key string) string {
 			if id, ok := kvNumber(kv, key); ok && int(id) >= 0 && int(id) < len(tokens) {
 				return tokens[int(id)]
@@ -395,8 +395,11 @@ func ggufTokenizer(path string, kv ggml.KV) (StreamTokenizer, error) {
 		return nil, nil // no tokenizer (ids in, ids out)
 	}
 	model, _ := kv["tokenizer.ggml.model"].(string)
+	if model == "llama" {
+		return ggufSentencePiece(path, kv)
+	}
 	if model != "gpt2" {
-		return nil, fmt.Errorf("%s: tokenizer model %q cannot be rebuilt from GGUF metadata (only byte-level BPE, \"gpt2\"): %w", path, model, errNoGGUFTokenizer)
+		return nil, fmt.Errorf("%s: tokenizer model %q cannot be rebuilt from GGUF metadata (byte-level BPE \"gpt2\" and SentencePiece \"llama\" can): %w", path, model, errNoGGUFTokenizer)
 	}
 	pre, _ := kv["tokenizer.ggml.pre"].(string)
 	pattern, ok := tokenizer.PatternFor(pre)
@@ -404,17 +407,9 @@ func ggufTokenizer(path string, kv ggml.KV) (StreamTokenizer, error) {
 		return nil, fmt.Errorf("%s: pre-tokenizer %q is not known: %w", path, pre, errNoGGUFTokenizer)
 	}
 	v := tokenizer.ByteLevelVocab{Pattern: pattern, NFC: pre == "qwen2", IgnoreMerges: pre == "llama-bpe", BOS: -1}
-	for _, f := range []struct {
-		key string
-		dst any
-	}{{"tokenizer.ggml.tokens", &v.Tokens}, {"tokenizer.ggml.token_type", &v.Types}, {"tokenizer.ggml.merges", &v.Merges}} {
-		raw, err := json.Marshal(kv[f.key])
-		if err == nil {
-			err = json.Unmarshal(raw, f.dst)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: metadata %s: %w", path, f.key, err)
-		}
+	if err := kvArrays(path, kv, map[string]any{"tokenizer.ggml.tokens": &v.Tokens, "tokenizer.ggml.token_type": &v.Types,
+		"tokenizer.ggml.merges": &v.Merges}); err != nil {
+		return nil, err
 	}
 	if len(v.Tokens) == 0 || len(v.Merges) == 0 {
 		return nil, fmt.Errorf("%s: no tokenizer.ggml.tokens or merges: %w", path, errNoGGUFTokenizer)
@@ -423,7 +418,53 @@ func ggufTokenizer(path string, kv ggml.KV) (StreamTokenizer, error) {
 		v.BOS = int(id)
 		v.AddBOS, _ = kv["tokenizer.ggml.add_bos_token"].(bool)
 	}
-	data, err := v.JSON()
+	return tokenizerFromJSON(path, v.JSON)
+}
+
+// ggufSentencePiece rebuilds a SentencePiece BPE tokenizer
+// (tokenizer.ggml.model "llama") from its pieces, scores and types.
+func ggufSentencePiece(path string, kv ggml.KV) (StreamTokenizer, error) {
+	v := tokenizer.SentencePieceVocab{AddSpacePrefix: true, BOS: -1}
+	if err := kvArrays(path, kv, map[string]any{"tokenizer.ggml.tokens": &v.Tokens, "tokenizer.ggml.scores": &v.Scores,
+		"tokenizer.ggml.token_type": &v.Types}); err != nil {
+		return nil, err
+	}
+	if len(v.Tokens) == 0 || len(v.Scores) != len(v.Tokens) {
+		return nil, fmt.Errorf("%s: %d pieces with %d scores: %w", path, len(v.Tokens), len(v.Scores), errNoGGUFTokenizer)
+	}
+	if b, ok := kv["tokenizer.ggml.add_space_prefix"].(bool); ok {
+		v.AddSpacePrefix = b
+	}
+	if id, ok := kvNumber(kv, "tokenizer.ggml.bos_token_id"); ok {
+		v.BOS, v.AddBOS = int(id), true // llama.cpp adds BOS unless told not to
+		if b, ok := kv["tokenizer.ggml.add_bos_token"].(bool); ok {
+			v.AddBOS = b
+		}
+	}
+	return tokenizerFromJSON(path, v.JSON)
+}
+
+// kvArrays decodes metadata arrays into the given slices (absent keys
+// leave them empty).
+func kvArrays(path string, kv ggml.KV, dst map[string]any) error {
+	for key, d := range dst {
+		if kv[key] == nil {
+			continue
+		}
+		raw, err := json.Marshal(kv[key])
+		if err == nil {
+			err = json.Unmarshal(raw, d)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: metadata %s: %w", path, key, err)
+		}
+	}
+	return nil
+}
+
+// tokenizerFromJSON loads the tokenizer.json that render makes.
+func tokenizerFromJSON(path string, render func() ([]byte, error)) (StreamTokenizer, error) {
+	data, err := render()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package gomlx
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -372,7 +373,8 @@ func TestGGUFErrors(t *testing.T) {
 	}{
 		{ggml.KV{"general.architecture": "gemma3"}, `GGUF architecture "gemma3" is not supported`},
 		{ggml.KV{"llama.rope.scaling.type": "yarn"}, `RoPE scaling "yarn" is not supported`},
-		{ggml.KV{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []string{"a"}}, "put the model's tokenizer.json beside the GGUF file"},
+		{ggml.KV{"tokenizer.ggml.model": "bert", "tokenizer.ggml.tokens": []string{"a"}}, "put the model's tokenizer.json beside the GGUF file"},
+		{ggml.KV{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []string{"a", "b"}, "tokenizer.ggml.scores": []float32{0}}, "2 pieces with 1 scores"},
 	} {
 		path := filepath.Join(t.TempDir(), "m.gguf")
 		writeGGUF(t, dir, path, false, tc.extra)
@@ -481,4 +483,65 @@ func FuzzReadGGUF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGGUFSentencePiece: a SentencePiece vocabulary in GGUF metadata
+// (pieces, scores, types, BOS, add_space_prefix; the Mistral 7B pieces
+// here) gives the tokenizer that backends/tokenizer renders from the same
+// parts (checked against Hugging Face there).
+func TestGGUFSentencePiece(t *testing.T) {
+	f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", "mistral7b", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj struct {
+		Model struct {
+			Vocab map[string]int `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.NewDecoder(zr).Decode(&tj); err != nil {
+		t.Fatal(err)
+	}
+	n := len(tj.Model.Vocab)
+	v := tokenizer.SentencePieceVocab{Tokens: make([]string, n), Scores: make([]float32, n), Types: make([]int, n), AddSpacePrefix: true, BOS: 1, AddBOS: true}
+	types := make([]int32, n)
+	for s, id := range tj.Model.Vocab {
+		v.Tokens[id], v.Scores[id], v.Types[id], types[id] = s, float32(-id), 1, 1
+	}
+	v.Types[0], types[0] = tokenizer.TokenUnknown, tokenizer.TokenUnknown
+	for _, id := range []int{1, 2} {
+		v.Types[id], types[id] = tokenizer.TokenControl, tokenizer.TokenControl
+	}
+	kv := ggml.KV{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": v.Tokens, "tokenizer.ggml.scores": v.Scores,
+		"tokenizer.ggml.token_type": types, "tokenizer.ggml.bos_token_id": uint32(1), "tokenizer.ggml.eos_token_id": uint32(2)}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	writeGGUF(t, filepath.Join(sharedDir(t), "fixtures", "models", "llama-tiny"), path, false, kv)
+	g, err := Open(context.Background(), path, Options{FingerprintCache: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	js, err := v.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tokenizer.FromJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Hello world", "  two spaces\nand a line</s>", "ünïcode 😀 bytes"} {
+		got, err := g.Tokenizer().Encode(s, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := want.Encode(s, true)
+		if fmt.Sprint(got) != fmt.Sprint(w) || len(got) == 0 || got[0] != 1 {
+			t.Errorf("%q: %v, want %v (BOS first)", s, got, w)
+		}
+	}
 }

@@ -1,11 +1,8 @@
 package tokenizer
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -159,125 +156,4 @@ func writeByteLevelJSON(tokens []string, merges [][2]string, pattern string) ([]
 		v.Merges = append(v.Merges, m[0]+" "+m[1])
 	}
 	return v.JSON()
-}
-
-// The token types of a GGUF vocabulary (llama.cpp's llama_token_type)
-// that ByteLevelVocab treats apart: control tokens are special added
-// tokens, user-defined ones added tokens matched before the model.
-const (
-	TokenControl     = 3
-	TokenUserDefined = 4
-)
-
-// ByteLevelVocab is a byte-level BPE vocabulary as a GGUF file's metadata
-// holds it (tokenizer.ggml.model "gpt2": tokens by id, their types, merges
-// as "left right").
-type ByteLevelVocab struct {
-	// Tokens are the token strings by id (bytes as GPT-2's byte characters).
-	Tokens []string
-	// Types are the tokens' types (TokenControl, TokenUserDefined, others
-	// normal); missing entries are normal.
-	Types []int
-	// Merges are the merge rules in rank order, "left right".
-	Merges []string
-	// Pattern is the pre-tokenizer's split regex (see PatternFor).
-	Pattern string
-	// NFC normalises the input to NFC first (Qwen2).
-	NFC bool
-	// IgnoreMerges takes a pre-tokenized word that is a token as it is
-	// before any merge (Llama 3; llama.cpp does so for "llama-bpe").
-	IgnoreMerges bool
-	// BOS is the id prepended to every encoding when AddBOS is set.
-	BOS    int
-	AddBOS bool
-}
-
-// PatternFor is the split regex of a GGUF pre-tokenizer name
-// (tokenizer.ggml.pre): "llama-bpe" (Llama 3), "qwen2", or GPT-2's for
-// "default", "gpt-2" and "". ok is false for other names.
-func PatternFor(pre string) (pattern string, ok bool) {
-	switch pre {
-	case "llama-bpe", "llama3":
-		return patternLlama3, true
-	case "qwen2":
-		return patternQwen2, true
-	case "", "default", "gpt-2", "gpt2":
-		return patternGPT2, true
-	}
-	return "", false
-}
-
-// JSON renders the vocabulary as a tokenizer.json: control and
-// user-defined tokens as added tokens, the others as the BPE model's
-// vocabulary, the Split regex followed by ByteLevel, and a template that
-// prepends BOS when AddBOS is set.
-func (v ByteLevelVocab) JSON() ([]byte, error) {
-	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	typ := func(i int) int {
-		if i < len(v.Types) {
-			return v.Types[i]
-		}
-		return 0
-	}
-	var buf bytes.Buffer
-	buf.WriteString(`{"version":"1.0","truncation":null,"padding":null,"added_tokens":[`)
-	n := 0
-	for i, t := range v.Tokens {
-		if k := typ(i); k == TokenControl || k == TokenUserDefined {
-			if n > 0 {
-				buf.WriteByte(',')
-			}
-			n++
-			fmt.Fprintf(&buf, `{"id":%d,"content":%s,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":%t}`,
-				i, q(t), k == TokenControl)
-		}
-	}
-	buf.WriteString(`],`)
-	if v.NFC {
-		buf.WriteString(`"normalizer":{"type":"NFC"},`)
-	} else {
-		buf.WriteString(`"normalizer":null,`)
-	}
-	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, q(v.Pattern))
-	if v.AddBOS && v.BOS >= 0 {
-		if v.BOS >= len(v.Tokens) {
-			return nil, fmt.Errorf("tokenizer: BOS id %d outside the %d tokens", v.BOS, len(v.Tokens))
-		}
-		b := q(v.Tokens[v.BOS])
-		fmt.Fprintf(&buf, `"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],`+
-			`"pair":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],`+
-			`"special_tokens":{%s:{"id":%s,"ids":[%d],"tokens":[%s]}}},`, b, b, b, b, v.BOS, b)
-	} else {
-		buf.WriteString(`"post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
-	}
-	buf.WriteString(`"decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
-	buf.WriteString(`"model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":"","end_of_word_suffix":"","fuse_unk":false,"byte_fallback":false,`)
-	fmt.Fprintf(&buf, `"ignore_merges":%t,"vocab":{`, v.IgnoreMerges)
-	first := true
-	for i, t := range v.Tokens {
-		if k := typ(i); k == TokenControl || k == TokenUserDefined {
-			continue
-		}
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		fmt.Fprintf(&buf, "%s:%d", q(t), i)
-	}
-	buf.WriteString(`},"merges":[`)
-	for i, m := range v.Merges {
-		l, r, ok := strings.Cut(m, " ")
-		if !ok || l == "" || r == "" || strings.Contains(r, " ") {
-			return nil, fmt.Errorf("tokenizer: merge %d %q is not two tokens", i, m)
-		}
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, "[%s,%s]", q(l), q(r))
-	}
-	buf.WriteString("]}}\n")
-	return buf.Bytes(), nil
 }

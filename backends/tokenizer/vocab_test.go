@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -109,4 +110,85 @@ func TestByteLevelVocabParity(t *testing.T) {
 			t.Logf("%s: %d of %d lines differ", tc.name, bad, len(lines))
 		})
 	}
+}
+
+// TestSentencePieceVocabParity rebuilds the Mistral 7B tokenizer from what
+// a GGUF file keeps of a SentencePiece model (pieces, scores, types) and
+// checks it against Hugging Face on the parity corpus. The fixture has no
+// SentencePiece scores, so each piece's score here is minus the rank of
+// the first of its merges in the fixture's tokenizer.json (the order
+// SentencePiece learned them in, which its scores encode): the merges
+// derived from them must be the fixture's, in its order.
+func TestSentencePieceVocabParity(t *testing.T) {
+	f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", "mistral7b", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj struct {
+		AddedTokens []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+		} `json:"added_tokens"`
+		Model struct {
+			Vocab  map[string]int `json:"vocab"`
+			Merges []string       `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.NewDecoder(zr).Decode(&tj); err != nil {
+		t.Fatal(err)
+	}
+	n := len(tj.Model.Vocab)
+	v := SentencePieceVocab{Tokens: make([]string, n), Scores: make([]float32, n), Types: make([]int, n), AddSpacePrefix: true, BOS: 1, AddBOS: true}
+	for s, id := range tj.Model.Vocab {
+		v.Tokens[id], v.Types[id], v.Scores[id] = s, 1, -1e6
+	}
+	for _, a := range tj.AddedTokens {
+		v.Types[a.ID] = TokenControl
+	}
+	v.Types[0] = TokenUnknown
+	for i := range v.Tokens {
+		if len(v.Tokens[i]) == 6 && v.Tokens[i][:3] == "<0x" {
+			v.Types[i] = 6 // byte
+		}
+	}
+	for rank := len(tj.Model.Merges) - 1; rank >= 0; rank-- {
+		l, r, _ := strings.Cut(tj.Model.Merges[rank], " ")
+		v.Scores[tj.Model.Vocab[l+r]] = float32(-rank)
+	}
+	got := v.Merges()
+	if len(got) != len(tj.Model.Merges) {
+		t.Errorf("%d merges derived, the fixture has %d", len(got), len(tj.Model.Merges))
+	}
+	for i := range min(len(got), len(tj.Model.Merges)) {
+		if m := got[i][0] + " " + got[i][1]; m != tj.Model.Merges[i] {
+			t.Fatalf("merge %d is %q, the fixture's %q", i, m, tj.Model.Merges[i])
+		}
+	}
+	js, err := v.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := FromJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lines := loadFixture(t, "mistral7b")
+	bad := 0
+	for _, l := range lines {
+		ids, _ := tok.Encode(l.Text, false)
+		ids2, _ := tok.Encode(l.Text, true)
+		dec, _ := tok.Decode(l.IDs, true)
+		keep, _ := tok.Decode(l.IDs, false)
+		if !slices.Equal(ids, l.IDs) || !slices.Equal(ids2, l.IDsSpecial) || dec != l.Decoded || keep != l.DecodedKeepSpecial {
+			if bad++; bad <= 5 {
+				t.Errorf("line %d (%s) %q:\n ids %v\n want %v\n decoded %q\n want %q", l.I, l.Cat, trunc(l.Text), ids, l.IDs, trunc(dec), trunc(l.Decoded))
+			}
+		}
+	}
+	t.Logf("mistral7b: %d of %d lines differ", bad, len(lines))
 }
