@@ -66,44 +66,21 @@ func PatternFor(pre string) (pattern string, ok bool) {
 // vocabulary, the Split regex followed by ByteLevel, and a template that
 // prepends BOS when AddBOS is set.
 func (v ByteLevelVocab) JSON() ([]byte, error) {
-	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	typ := func(i int) int {
-		if i < len(v.Types) {
-			return v.Types[i]
-		}
-		return 0
-	}
+	added := func(k int) bool { return k == TokenControl || k == TokenUserDefined }
 	var buf bytes.Buffer
 	buf.WriteString(`{"version":"1.0","truncation":null,"padding":null,"added_tokens":[`)
-	n := 0
-	for i, t := range v.Tokens {
-		if k := typ(i); k == TokenControl || k == TokenUserDefined {
-			if n > 0 {
-				buf.WriteByte(',')
-			}
-			n++
-			fmt.Fprintf(&buf, `{"id":%d,"content":%s,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":%t}`,
-				i, q(t), k == TokenControl)
-		}
-	}
+	writeAddedTokens(&buf, v.Tokens, v.Types, added)
 	buf.WriteString(`],`)
 	if v.NFC {
 		buf.WriteString(`"normalizer":{"type":"NFC"},`)
 	} else {
 		buf.WriteString(`"normalizer":null,`)
 	}
-	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, q(v.Pattern))
+	fmt.Fprintf(&buf, `"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":%s},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false}]},`, quote(v.Pattern))
 	if v.AddBOS && v.BOS >= 0 {
-		if v.BOS >= len(v.Tokens) {
-			return nil, fmt.Errorf("tokenizer: BOS id %d outside the %d tokens", v.BOS, len(v.Tokens))
+		if err := writeBOSTemplate(&buf, v.Tokens, v.BOS); err != nil {
+			return nil, err
 		}
-		b := q(v.Tokens[v.BOS])
-		fmt.Fprintf(&buf, `"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],`+
-			`"pair":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],`+
-			`"special_tokens":{%s:{"id":%s,"ids":[%d],"tokens":[%s]}}},`, b, b, b, b, v.BOS, b)
 	} else {
 		buf.WriteString(`"post_processor":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":false,"use_regex":false},`)
 	}
@@ -112,14 +89,14 @@ func (v ByteLevelVocab) JSON() ([]byte, error) {
 	fmt.Fprintf(&buf, `"ignore_merges":%t,"vocab":{`, v.IgnoreMerges)
 	first := true
 	for i, t := range v.Tokens {
-		if k := typ(i); k == TokenControl || k == TokenUserDefined {
+		if added(typeOf(v.Types, i)) {
 			continue
 		}
 		if !first {
 			buf.WriteByte(',')
 		}
 		first = false
-		fmt.Fprintf(&buf, "%s:%d", q(t), i)
+		fmt.Fprintf(&buf, "%s:%d", quote(t), i)
 	}
 	buf.WriteString(`},"merges":[`)
 	for i, m := range v.Merges {
@@ -130,7 +107,7 @@ func (v ByteLevelVocab) JSON() ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		fmt.Fprintf(&buf, "[%s,%s]", q(l), q(r))
+		fmt.Fprintf(&buf, "[%s,%s]", quote(l), quote(r))
 	}
 	buf.WriteString("]}}\n")
 	return buf.Bytes(), nil
@@ -224,46 +201,25 @@ func (v SentencePieceVocab) JSON() ([]byte, error) {
 	if len(v.Scores) != len(v.Tokens) {
 		return nil, fmt.Errorf("tokenizer: %d scores for %d pieces", len(v.Scores), len(v.Tokens))
 	}
-	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
-	}
-	typ := func(i int) int {
-		if i < len(v.Types) {
-			return v.Types[i]
+	unk := ""
+	for i, t := range v.Tokens {
+		if typeOf(v.Types, i) == TokenUnknown {
+			unk = t
+			break
 		}
-		return 0
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"version":"1.0","truncation":null,"padding":null,"added_tokens":[`)
-	n, unk := 0, ""
-	for i, t := range v.Tokens {
-		k := typ(i)
-		if k == TokenUnknown && unk == "" {
-			unk = t
-		}
-		if k == TokenControl || k == TokenUnknown || k == TokenUserDefined {
-			if n > 0 {
-				buf.WriteByte(',')
-			}
-			n++
-			fmt.Fprintf(&buf, `{"id":%d,"content":%s,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":%t}`,
-				i, q(t), k != TokenUserDefined)
-		}
-	}
+	writeAddedTokens(&buf, v.Tokens, v.Types, func(k int) bool { return k == TokenControl || k == TokenUnknown || k == TokenUserDefined })
 	buf.WriteString(`],"normalizer":{"type":"Sequence","normalizers":[`)
 	if v.AddSpacePrefix {
 		buf.WriteString(`{"type":"Prepend","prepend":"\u2581"},`)
 	}
 	buf.WriteString(`{"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]},"pre_tokenizer":null,`)
 	if v.AddBOS && v.BOS >= 0 {
-		if v.BOS >= len(v.Tokens) {
-			return nil, fmt.Errorf("tokenizer: BOS id %d outside the %d tokens", v.BOS, len(v.Tokens))
+		if err := writeBOSTemplate(&buf, v.Tokens, v.BOS); err != nil {
+			return nil, err
 		}
-		b := q(v.Tokens[v.BOS])
-		fmt.Fprintf(&buf, `"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],`+
-			`"pair":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":%s,"type_id":1}},{"Sequence":{"id":"B","type_id":1}}],`+
-			`"special_tokens":{%s:{"id":%s,"ids":[%d],"tokens":[%s]}}},`, b, b, b, b, b, v.BOS, b)
 	} else {
 		buf.WriteString(`"post_processor":null,`)
 	}
@@ -273,22 +229,64 @@ func (v SentencePieceVocab) JSON() ([]byte, error) {
 	}
 	unkJSON := "null"
 	if unk != "" {
-		unkJSON = q(unk)
+		unkJSON = quote(unk)
 	}
 	fmt.Fprintf(&buf, `]},"model":{"type":"BPE","dropout":null,"unk_token":%s,"continuing_subword_prefix":null,"end_of_word_suffix":null,"fuse_unk":true,"byte_fallback":true,"ignore_merges":false,"vocab":{`, unkJSON)
 	for i, t := range v.Tokens {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		fmt.Fprintf(&buf, "%s:%d", q(t), i)
+		fmt.Fprintf(&buf, "%s:%d", quote(t), i)
 	}
 	buf.WriteString(`},"merges":[`)
 	for i, m := range v.Merges() {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		fmt.Fprintf(&buf, "[%s,%s]", q(m[0]), q(m[1]))
+		fmt.Fprintf(&buf, "[%s,%s]", quote(m[0]), quote(m[1]))
 	}
 	buf.WriteString("]}}\n")
 	return buf.Bytes(), nil
+}
+
+// quote is s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// typeOf is the type of token i (0, normal, past the end of types).
+func typeOf(types []int, i int) int {
+	if i < len(types) {
+		return types[i]
+	}
+	return 0
+}
+
+// writeAddedTokens writes the added_tokens entries of the tokens whose
+// type added selects, special unless user-defined.
+func writeAddedTokens(buf *bytes.Buffer, tokens []string, types []int, added func(int) bool) {
+	n := 0
+	for i, t := range tokens {
+		if k := typeOf(types, i); added(k) {
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			n++
+			fmt.Fprintf(buf, `{"id":%d,"content":%s,"single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":%t}`,
+				i, quote(t), k != TokenUserDefined)
+		}
+	}
+}
+
+// writeBOSTemplate writes a post_processor that prepends token bos.
+func writeBOSTemplate(buf *bytes.Buffer, tokens []string, bos int) error {
+	if bos >= len(tokens) {
+		return fmt.Errorf("tokenizer: BOS id %d outside the %d tokens", bos, len(tokens))
+	}
+	b := quote(tokens[bos])
+	fmt.Fprintf(buf, `"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],`+
+		`"pair":[{"SpecialToken":{"id":%s,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":%s,"type_id":1}},{"Sequence":{"id":"B","type_id":1}}],`+
+		`"special_tokens":{%s:{"id":%s,"ids":[%d],"tokens":[%s]}}},`, b, b, b, b, b, bos, b)
+	return nil
 }

@@ -3,13 +3,29 @@ package tokenizer
 import (
 	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
+
+// readFixtureJSON decodes the tokenizer.json of a fixture tokenizer into v.
+func readFixtureJSON(t *testing.T, name string, v any) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", name, "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewDecoder(zr).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestByteLevelVocabParity rebuilds the Llama 3 and Qwen3 tokenizers from
 // the parts a GGUF file keeps of them (tokens by id, their types, merges,
@@ -19,19 +35,6 @@ import (
 func TestByteLevelVocabParity(t *testing.T) {
 	for _, tc := range []struct{ name, pre string }{{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", tc.name, "tokenizer.json.gz"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := io.ReadAll(zr)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var tj struct {
 				AddedTokens []struct {
 					ID      int    `json:"id"`
@@ -49,9 +52,7 @@ func TestByteLevelVocabParity(t *testing.T) {
 					Merges json.RawMessage `json:"merges"`
 				} `json:"model"`
 			}
-			if err := json.Unmarshal(data, &tj); err != nil {
-				t.Fatal(err)
-			}
+			readFixtureJSON(t, tc.name, &tj)
 			n := len(tj.Model.Vocab)
 			for _, a := range tj.AddedTokens {
 				n = max(n, a.ID+1)
@@ -120,15 +121,6 @@ func TestByteLevelVocabParity(t *testing.T) {
 // SentencePiece learned them in, which its scores encode): the merges
 // derived from them must be the fixture's, in its order.
 func TestSentencePieceVocabParity(t *testing.T) {
-	f, err := os.Open(filepath.Join(sharedDir(t), "fixtures", "tokenizers", "mistral7b", "tokenizer.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tj struct {
 		AddedTokens []struct {
 			ID      int    `json:"id"`
@@ -139,9 +131,7 @@ func TestSentencePieceVocabParity(t *testing.T) {
 			Merges []string       `json:"merges"`
 		} `json:"model"`
 	}
-	if err := json.NewDecoder(zr).Decode(&tj); err != nil {
-		t.Fatal(err)
-	}
+	readFixtureJSON(t, "mistral7b", &tj)
 	n := len(tj.Model.Vocab)
 	v := SentencePieceVocab{Tokens: make([]string, n), Scores: make([]float32, n), Types: make([]int, n), AddSpacePrefix: true, BOS: 1, AddBOS: true}
 	for s, id := range tj.Model.Vocab {
