@@ -50,6 +50,47 @@ func IsGGUF(path string) bool {
 	return err == nil && string(magic[:]) == "GGUF"
 }
 
+// OllamaModelBlob returns the GGUF file an Ollama model manifest names
+// (a file under OLLAMA_MODELS/manifests/…, e.g.
+// ~/.ollama/models/manifests/registry.ollama.ai/library/qwen2.5/0.5b): its
+// model layer in the blobs folder beside manifests. ok is false when path
+// is not such a manifest.
+func OllamaModelBlob(path string) (blob string, ok bool, err error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > 1<<20 {
+		return "", false, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, nil
+	}
+	var m struct {
+		SchemaVersion int
+		Layers        []struct{ MediaType, Digest string }
+	}
+	if json.Unmarshal(data, &m) != nil || m.SchemaVersion == 0 || len(m.Layers) == 0 {
+		return "", false, nil
+	}
+	root := filepath.Dir(path)
+	for filepath.Base(root) != "manifests" {
+		up := filepath.Dir(root)
+		if up == root {
+			return "", true, fmt.Errorf("%s: an Ollama manifest outside a manifests folder", path)
+		}
+		root = up
+	}
+	for _, l := range m.Layers {
+		if l.MediaType == "application/vnd.ollama.image.model" {
+			hexDigest, found := strings.CutPrefix(l.Digest, "sha256:")
+			if !found || strings.ContainsAny(hexDigest, `/\.`) {
+				return "", true, fmt.Errorf("%s: model layer digest %q", path, l.Digest)
+			}
+			return filepath.Join(filepath.Dir(root), "blobs", "sha256-"+hexDigest), true, nil
+		}
+	}
+	return "", true, fmt.Errorf("%s: an Ollama manifest with no model layer", path)
+}
+
 // openGGUF loads the model of one GGUF file.
 func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 	f, err := os.Open(path)

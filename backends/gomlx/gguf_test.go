@@ -545,3 +545,31 @@ func TestGGUFSentencePiece(t *testing.T) {
 		}
 	}
 }
+
+// TestOllamaModelBlob: an Ollama manifest names its GGUF blob; other files
+// are not manifests.
+func TestOllamaModelBlob(t *testing.T) {
+	root := t.TempDir()
+	man := filepath.Join(root, "manifests", "registry.ollama.ai", "library", "tiny", "latest")
+	if err := os.MkdirAll(filepath.Dir(man), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(man, []byte(`{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.params","digest":"sha256:aa"},`+
+		`{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:0c91"}]}`), 0o644)
+	blob, ok, err := OllamaModelBlob(man)
+	if err != nil || !ok || blob != filepath.Join(root, "blobs", "sha256-0c91") {
+		t.Errorf("OllamaModelBlob = %q, %v, %v", blob, ok, err)
+	}
+	other := filepath.Join(root, "config.json")
+	os.WriteFile(other, []byte(`{"model_type":"llama"}`), 0o644)
+	for _, p := range []string{other, root, filepath.Join(root, "missing")} {
+		if _, ok, err := OllamaModelBlob(p); ok || err != nil {
+			t.Errorf("%s taken for a manifest: %v", p, err)
+		}
+	}
+	bad := filepath.Join(root, "manifests", "x")
+	os.WriteFile(bad, []byte(`{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:../../etc"}]}`), 0o644)
+	if _, ok, err := OllamaModelBlob(bad); !ok || err == nil {
+		t.Errorf("a digest with a path in it: %v, %v", ok, err)
+	}
+}

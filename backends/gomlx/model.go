@@ -119,6 +119,11 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	if path == "demo" {
 		return Demo(ctx, opts)
 	}
+	if blob, ok, err := OllamaModelBlob(path); err != nil {
+		return nil, err
+	} else if ok {
+		path = blob
+	}
 	if IsGGUF(path) {
 		return openGGUF(ctx, path, opts)
 	}

@@ -128,7 +128,7 @@ func useChatTemplate(m *gomlx.Model, spec string, systems chattemplate.Systems) 
 		}
 		return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
 	}
-	if gomlx.IsGGUF(spec) {
+	if _, manifest, _ := gomlx.OllamaModelBlob(spec); manifest || gomlx.IsGGUF(spec) {
 		return fmt.Errorf("chat template: %s carries no tokenizer.chat_template", spec)
 	}
 	dir, err := gomlx.ResolveModelDir(spec)

@@ -71,6 +71,13 @@ func TestRunGGUF(t *testing.T) {
 	if ls := tallyOut(t, "ls", "--store", db); !strings.Contains(ls, blob) {
 		t.Errorf("ls does not name the GGUF file:\n%s", ls)
 	}
+	// The model's manifest names the same file: the same fingerprint, so
+	// the stored generations are reused.
+	again, _ := runTally(t, bin, "run", "--model", filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"),
+		"--tasks", "demo", "--limit", "4", "--store", db, "--json")
+	if again.GenerationsNew != 0 || again.GenerationsReused != 4 {
+		t.Errorf("run on the manifest: %+v", again)
+	}
 	out, err := runTallyErr(bin, "run", "--model", blob, "--tasks", "demo", "--limit", "1", "--store", db, "--chat")
 	if err == nil || !strings.Contains(out, "carries no tokenizer.chat_template") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
 		t.Errorf("--chat without a template: %v %q", err, out)
