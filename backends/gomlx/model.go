@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/backends/tokenizer"
@@ -286,13 +288,19 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 		}
 	}
 	lay.half = halfDType(w)
-	var out [][]float32
+	// The tensors are listed in canonical order here and read (widened,
+	// dequantized) on every core below.
+	type read struct {
+		name string
+		dims []int
+	}
+	var reads []read
 	add := func(name string, dims ...int) error {
-		x, err := w.Read(name, dims...)
-		if err != nil {
+		if t, ok := w.Tensors[name]; !ok || !equalInts(t.Shape, dims) {
+			_, err := w.Read(name, dims...) // the missing-tensor or shape error, in order
 			return err
 		}
-		out = append(out, x)
+		reads = append(reads, read{name, dims})
 		return nil
 	}
 	if err := add("model.embed_tokens.weight", c.VocabSize, d); err != nil {
@@ -363,6 +371,22 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 				return lay, nil, err
 			}
 		}
+	}
+	out := make([][]float32, len(reads))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, r := range reads {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return fmt.Errorf("load weights: %w", err)
+			}
+			x, err := w.Read(r.name, r.dims...)
+			out[i] = x
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return lay, nil, err
 	}
 	return lay, out, nil
 }
