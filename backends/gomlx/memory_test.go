@@ -1,7 +1,11 @@
 package gomlx
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -164,5 +168,29 @@ func TestModelMemoryPlan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenRefusesWhatCannotFit: a model whose float32 weights exceed the
+// host's available memory is refused before any tensor is read, with the
+// sizes in the error; one that fits opens.
+func TestOpenRefusesWhatCannotFit(t *testing.T) {
+	dir := filepath.Join(sharedDir(t), "fixtures", "models", "llama-tiny")
+	for _, tc := range []struct {
+		availKB int
+		ok      bool
+	}{{100, false}, {1 << 20, true}} {
+		meminfo := filepath.Join(t.TempDir(), "meminfo")
+		os.WriteFile(meminfo, []byte(fmt.Sprintf("MemTotal: 2048 kB\nMemAvailable: %d kB\n", tc.availKB)), 0o644)
+		m, err := Open(context.Background(), dir, Options{FingerprintCache: "-", meminfo: meminfo})
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%d kB available: %v", tc.availKB, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "as float32 in memory, 0.00 GiB is available")):
+			t.Errorf("%d kB available: error %v", tc.availKB, err)
+		}
+		if m != nil {
+			m.Close()
+		}
 	}
 }

@@ -63,6 +63,9 @@ type Options struct {
 	DeviceMemory int64
 	// keepF16 keeps F16 matrices in F16 on the pure-Go backend (tests).
 	keepF16 bool
+	// meminfo is the /proc/meminfo file assemble reads (tests; "" the
+	// host's).
+	meminfo string
 	// Log, when set, receives one line when the first Generate starts,
 	// naming the engine and its kernels (see Model.Kernels), e.g.
 	// "native: gomlx pure Go, AVX-512".
@@ -220,6 +223,17 @@ func OpenFS(ctx context.Context, fsys fs.FS, name string, opts Options) (*Model,
 // opts.Tokenizer or, when that is nil, the tokenizer readTok reads (nil
 // when the model has none).
 func assemble(ctx context.Context, cfg Config, w *WeightIndex, opts Options, readTok func() (StreamTokenizer, error)) (*Model, error) {
+	// The weights are read into float32 host memory first (a quantized or
+	// half-precision file grows 2-8x): refuse before reading what cannot
+	// fit rather than be killed halfway.
+	meminfo := opts.meminfo
+	if meminfo == "" {
+		meminfo = "/proc/meminfo"
+	}
+	if avail, err := memAvailable(meminfo); err == nil && 4*cfg.Params() > avail {
+		return nil, fmt.Errorf("load %s: %.1fM weights need %s as float32 in memory, %s is available",
+			w.Files[0], float64(cfg.Params())/1e6, fmtGiB(4*cfg.Params()), fmtGiB(avail))
+	}
 	lay, host, err := loadHostWeights(ctx, cfg, w)
 	if err != nil {
 		return nil, err
