@@ -3,7 +3,6 @@ package gomlx
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 )
 
 // GGML block formats, widened to float32 on load. They are written here
@@ -14,6 +13,8 @@ import (
 // dequantizers are internal to its fused quantized product.
 
 // ggmlType is a GGML tensor type (the "kind" of a GGUF tensor entry).
+// F32, F16 and BF16 are read as safetensors' are (readTensorF32); the
+// block formats decode a block at a time.
 type ggmlType struct {
 	name   string
 	values int // values per block
@@ -24,11 +25,9 @@ type ggmlType struct {
 // ggmlTypes are the tensor types a GGUF file may hold that tally reads, by
 // kind (ggml.h's enum ggml_type).
 var ggmlTypes = map[uint32]ggmlType{
-	0: {"F32", 1, 4, func(b []byte, out []float32) { out[0] = math.Float32frombits(binary.LittleEndian.Uint32(b)) }},
-	1: {"F16", 1, 2, func(b []byte, out []float32) { out[0] = halfToFloat32(binary.LittleEndian.Uint16(b)) }},
-	30: {"BF16", 1, 2, func(b []byte, out []float32) {
-		out[0] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
-	}},
+	0:  {"F32", 1, 4, nil},
+	1:  {"F16", 1, 2, nil},
+	30: {"BF16", 1, 2, nil},
 	2:  {"Q4_0", 32, 18, decodeQ4_0},
 	8:  {"Q8_0", 32, 34, decodeQ8_0},
 	12: {"Q4_K", 256, 144, decodeQ4K},

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -122,16 +123,13 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 		m.fpFiles = append(m.fpFiles, tokPath)
 	}
 	if t, ok := kv["tokenizer.chat_template"].(string); ok {
-		m.chat.source = t
-		var tokens []string
-		kvArrays(path, kv, map[string]any{"tokenizer.ggml.tokens": &tokens})
-		text := func(key string) string {
-			if id, ok := kvNumber(kv, key); ok && int(id) >= 0 && int(id) < len(tokens) {
-				return tokens[int(id)]
-			}
-			return ""
+		m.chat.source, m.chat.bos, m.chat.eos = t, -1, -1
+		if id, ok := kvNumber(kv, "tokenizer.ggml.bos_token_id"); ok {
+			m.chat.bos = int(id)
 		}
-		m.chat.bos, m.chat.eos = text("tokenizer.ggml.bos_token_id"), text("tokenizer.ggml.eos_token_id")
+		if id, ok := kvNumber(kv, "tokenizer.ggml.eos_token_id"); ok {
+			m.chat.eos = int(id)
+		}
 	}
 	return m, nil
 }
@@ -314,7 +312,7 @@ func ggufModel(path string, kv ggml.KV, ts ggml.Tensors) (Config, *WeightIndex, 
 	raw["mlp_bias"] = gateBias
 	var eos []int
 	for _, k := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"} {
-		if v, ok := kvNumber(kv, k); ok && !containsInt(eos, int(v)) {
+		if v, ok := kvNumber(kv, k); ok && !slices.Contains(eos, int(v)) {
 			eos = append(eos, int(v))
 		}
 	}
@@ -390,15 +388,6 @@ func readGGUFFloats(path string, dataStart uint64, t *ggml.Tensor, n int) ([]flo
 		}
 	}
 	return x, nil
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // unpermuteRope puts the rows of a query or key projection (or bias)

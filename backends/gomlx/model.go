@@ -107,10 +107,13 @@ type Model struct {
 	budget   int
 	fpFiles  []string // files hashed by Fingerprint
 	fpExtra  string   // extra identity (demo)
-	// chat is the chat template a GGUF file carries, with the texts of its
-	// BOS and EOS tokens (empty for a directory, whose
+	// chat is the chat template a GGUF file carries, with the ids of its
+	// BOS and EOS tokens (-1: none; empty for a directory, whose
 	// tokenizer_config.json holds them).
-	chat   struct{ source, bos, eos string }
+	chat struct {
+		source   string
+		bos, eos int
+	}
 	closed bool
 	// prefillHook, when set (tests), sees each request's last prompt logits.
 	prefillHook func(index int, logits []float32)
@@ -494,7 +497,14 @@ func (m *Model) Name() string { return "gomlx" }
 // file's tokenizer.chat_template) and the texts of its BOS and EOS tokens,
 // or "" when it carries none.
 func (m *Model) ChatTemplate() (source, bos, eos string) {
-	return m.chat.source, m.chat.bos, m.chat.eos
+	text := func(id int) string {
+		if id < 0 || m.tok == nil {
+			return ""
+		}
+		s, _ := m.tok.Decode([]int{id}, false)
+		return s
+	}
+	return m.chat.source, text(m.chat.bos), text(m.chat.eos)
 }
 
 // Config returns the model's architecture.

@@ -27,6 +27,27 @@ func readFixtureJSON(t *testing.T, name string, v any) {
 	}
 }
 
+// checkParityLines compares tok with Hugging Face's ids and texts on the
+// parity corpus of fixture name (with and without special tokens).
+func checkParityLines(t *testing.T, tok *Tokenizer, name string) {
+	t.Helper()
+	_, lines := loadFixture(t, name)
+	bad := 0
+	for _, l := range lines {
+		ids, _ := tok.Encode(l.Text, false)
+		ids2, _ := tok.Encode(l.Text, true)
+		dec, _ := tok.Decode(l.IDs, true)
+		keep, _ := tok.Decode(l.IDs, false)
+		if !slices.Equal(ids, l.IDs) || !slices.Equal(ids2, l.IDsSpecial) || dec != l.Decoded || keep != l.DecodedKeepSpecial {
+			if bad++; bad <= 5 {
+				t.Errorf("line %d (%s) %q:\n ids %v\n want %v\n special %v\n want %v\n decoded %q\n want %q",
+					l.I, l.Cat, trunc(l.Text), ids, l.IDs, ids2, l.IDsSpecial, trunc(dec), trunc(l.Decoded))
+			}
+		}
+	}
+	t.Logf("%s: %d of %d lines differ", name, bad, len(lines))
+}
+
 // TestByteLevelVocabParity rebuilds the Llama 3 and Qwen3 tokenizers from
 // the parts a GGUF file keeps of them (tokens by id, their types, merges,
 // the pre-tokenizer's name, BOS), as llama.cpp's and Ollama's converters
@@ -95,20 +116,7 @@ func TestByteLevelVocabParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, lines := loadFixture(t, tc.name)
-			bad := 0
-			for _, l := range lines {
-				ids, _ := tok.Encode(l.Text, false)
-				ids2, _ := tok.Encode(l.Text, true)
-				dec, _ := tok.Decode(l.IDs, true)
-				keep, _ := tok.Decode(l.IDs, false)
-				if !slices.Equal(ids, l.IDs) || !slices.Equal(ids2, l.IDsSpecial) || dec != l.Decoded || keep != l.DecodedKeepSpecial {
-					if bad++; bad <= 5 {
-						t.Errorf("line %d (%s) %q:\n ids %v\n want %v\n special %v\n want %v", l.I, l.Cat, trunc(l.Text), ids, l.IDs, ids2, l.IDsSpecial)
-					}
-				}
-			}
-			t.Logf("%s: %d of %d lines differ", tc.name, bad, len(lines))
+			checkParityLines(t, tok, tc.name)
 		})
 	}
 }
@@ -167,18 +175,5 @@ func TestSentencePieceVocabParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, lines := loadFixture(t, "mistral7b")
-	bad := 0
-	for _, l := range lines {
-		ids, _ := tok.Encode(l.Text, false)
-		ids2, _ := tok.Encode(l.Text, true)
-		dec, _ := tok.Decode(l.IDs, true)
-		keep, _ := tok.Decode(l.IDs, false)
-		if !slices.Equal(ids, l.IDs) || !slices.Equal(ids2, l.IDsSpecial) || dec != l.Decoded || keep != l.DecodedKeepSpecial {
-			if bad++; bad <= 5 {
-				t.Errorf("line %d (%s) %q:\n ids %v\n want %v\n decoded %q\n want %q", l.I, l.Cat, trunc(l.Text), ids, l.IDs, trunc(dec), trunc(l.Decoded))
-			}
-		}
-	}
-	t.Logf("mistral7b: %d of %d lines differ", bad, len(lines))
+	checkParityLines(t, tok, "mistral7b")
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tally/backends/gomlx"
 )
 
 // TestRunOllama runs the demo task through a real Ollama server (started by
@@ -46,21 +47,10 @@ func TestRunGGUF(t *testing.T) {
 	if root == "" || model == "" {
 		t.Skip("no Ollama models: run scripts/ollama-server.sh and eval its output (.ci/run does)")
 	}
-	manifest, err := os.ReadFile(filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Layers []struct{ MediaType, Digest string }
-	}
-	if err := json.Unmarshal(manifest, &m); err != nil {
-		t.Fatal(err)
-	}
-	blob := ""
-	for _, l := range m.Layers {
-		if l.MediaType == "application/vnd.ollama.image.model" {
-			blob = filepath.Join(root, "blobs", strings.Replace(l.Digest, ":", "-", 1))
-		}
+	manifest := filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest")
+	blob, ok, err := gomlx.OllamaModelBlob(manifest)
+	if err != nil || !ok {
+		t.Fatalf("manifest of %s: %v (a manifest: %v)", model, err, ok)
 	}
 	bin := buildTally(t)
 	db := filepath.Join(t.TempDir(), "g.db")
@@ -73,7 +63,7 @@ func TestRunGGUF(t *testing.T) {
 	}
 	// The model's manifest names the same file: the same fingerprint, so
 	// the stored generations are reused.
-	again, _ := runTally(t, bin, "run", "--model", filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"),
+	again, _ := runTally(t, bin, "run", "--model", manifest,
 		"--tasks", "demo", "--limit", "4", "--store", db, "--json")
 	if again.GenerationsNew != 0 || again.GenerationsReused != 4 {
 		t.Errorf("run on the manifest: %+v", again)

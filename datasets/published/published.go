@@ -99,20 +99,11 @@ func Read(path string) (Format, []Record, error) {
 // (*.pred.jsonl, annotations.json, ...) or that hold one JSON array are
 // not detected here.
 func Detect(path string) (Format, bool) {
-	f, err := os.Open(path)
+	r, closeFile, err := open(path)
 	if err != nil {
 		return "", false
 	}
-	defer f.Close()
-	br := bufio.NewReader(f)
-	var r io.Reader = br
-	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return "", false
-		}
-		r = zr
-	}
+	defer closeFile()
 	line, err := bufio.NewReaderSize(r, 64<<10).ReadBytes('\n')
 	if err != nil && err != io.EOF {
 		return "", false
@@ -136,22 +127,31 @@ func wrap(path string, err error) error {
 
 func has(row map[string]json.RawMessage, k string) bool { _, ok := row[k]; return ok }
 
-// readRows reads a JSON array or JSON lines, gzipped or not.
-func readRows(path string) ([]map[string]json.RawMessage, error) {
+// open opens path for reading, through gunzip when it is gzipped.
+func open(path string) (io.Reader, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read published file: %w", err)
+		return nil, nil, fmt.Errorf("read published file: %w", err)
 	}
-	defer f.Close()
 	br := bufio.NewReader(f)
-	var r io.Reader = br
 	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			f.Close()
+			return nil, nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		r = zr
+		return zr, f.Close, nil
 	}
+	return br, f.Close, nil
+}
+
+// readRows reads a JSON array or JSON lines, gzipped or not.
+func readRows(path string) ([]map[string]json.RawMessage, error) {
+	r, closeFile, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFile()
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -20,27 +20,14 @@ import (
 )
 
 // ollamaBlob returns the path of the GGUF blob of an Ollama model in
-// $OLLAMA_MODELS (read from its manifest).
+// $TALLY_OLLAMA_MODELS (named by its manifest).
 func ollamaBlob(t *testing.T, model string) string {
 	t.Helper()
-	root := os.Getenv("TALLY_OLLAMA_MODELS")
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "registry.ollama.ai", "library", model, "latest"))
-	if err != nil {
-		t.Fatalf("manifest of %s: %v", model, err)
+	blob, ok, err := gomlx.OllamaModelBlob(filepath.Join(os.Getenv("TALLY_OLLAMA_MODELS"), "manifests", "registry.ollama.ai", "library", model, "latest"))
+	if err != nil || !ok {
+		t.Fatalf("manifest of %s: %v (a manifest: %v)", model, err, ok)
 	}
-	var m struct {
-		Layers []struct{ MediaType, Digest string }
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range m.Layers {
-		if l.MediaType == "application/vnd.ollama.image.model" {
-			return filepath.Join(root, "blobs", "sha256-"+l.Digest[len("sha256:"):])
-		}
-	}
-	t.Fatalf("%s: no model layer in %s", model, data)
-	return ""
+	return blob
 }
 
 // compareLogits returns the smallest cosine similarity and the largest
