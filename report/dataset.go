@@ -6,17 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"tally/datasets"
 	"tally/generate"
-	"tally/scoring/stats"
 	"tally/store"
 )
 
 // Dataset is everything stored for a selection of models, tasks and stop
-// settings, read from the store alone: the figures the store-wide reports
-// (HTML, lm-eval files) show, and every sample behind them.
+// settings: the figures every report shows and, when loaded in full, every
+// sample behind them. Load reads one from the store alone; FromResults
+// makes one from a run's results.
 type Dataset struct {
 	Title string
 	Tasks []*TaskData
@@ -26,9 +26,12 @@ type Dataset struct {
 type Column struct {
 	Model       string `json:"model"`
 	Fingerprint string `json:"fingerprint"`
-	Setting     string `json:"setting"`
-	SettingKey  string `json:"setting_key"`
-	Budget      int    `json:"budget"`
+	// Chat is set when the model was prompted through its chat template:
+	// a chat run and a raw run of one model are two columns, never paired.
+	Chat       bool   `json:"chat,omitempty"`
+	Setting    string `json:"setting"`
+	SettingKey string `json:"setting_key"`
+	Budget     int    `json:"budget"`
 	// Label names the column in tables and charts: "model setting", with
 	// the budget when a task was scored under several.
 	Label string `json:"label"`
@@ -47,13 +50,37 @@ type TaskData struct {
 	Task    string
 	Columns []Column
 	Metrics []string
-	// Rows are the summary, one per (metric, column), as Compare makes
-	// them: the first column of each model is the baseline of its paired
-	// differences.
+	// Rows are the summary, one per (metric, column), as summarise makes
+	// them for every output.
 	Rows []Row
-	// Samples are every (sample, model) pair that has a stored score,
-	// by sample id then model.
+	// Samples are every (sample, model) pair that has a stored score or a
+	// failed generation, by sample id then model (only when loaded in
+	// full).
 	Samples []*SampleData
+	// Total is the number of samples of the task in its data (before
+	// --limit or --samples), 0 when unknown; Limit is the --limit the
+	// samples were selected with (0: none).
+	Total, Limit int
+	// Info is what the task's configuration says of itself, when known
+	// (lm-eval files write it).
+	Info *TaskInfo
+}
+
+// TaskInfo is a task's configuration as far as lm-eval files show it.
+type TaskInfo struct {
+	// Version is the task's version (nil: none).
+	Version any
+	// FewShot is the number of solved examples before each prompt;
+	// FewShotSeparator joins them.
+	FewShot          int
+	FewShotSeparator string
+	// Prompt and Target are the task's templates (doc_to_text,
+	// doc_to_target), Data its data file.
+	Prompt, Target, Data string
+	// Metrics are the task's metric families as its config names them.
+	Metrics []string
+	// Description is the task's one-line description.
+	Description string
 }
 
 // SampleData is one sample as one model answered it.
@@ -63,12 +90,24 @@ type SampleData struct {
 	Fingerprint string
 	Prompt      string
 	Refs        json.RawMessage
-	Metadata    json.RawMessage
+	// Metadata is the sample's own metadata (task-specific fields).
+	Metadata json.RawMessage
+	// Doc is the dataset row the sample was made from, Target the task's
+	// target rendered for it, Index its position in the task's data (-1:
+	// unknown), as far as they are known.
+	Doc    json.RawMessage
+	Target *string
+	Index  int
 	// Text is the raw continuation (already cut when Imported).
 	Text     string
 	Finish   string
 	Error    string
 	Imported bool
+	// PromptTokens is the prompt's length in tokens (0: unknown).
+	PromptTokens int
+	// FailReason says why the generation failed ("" when it did not):
+	// generate.FailReason, the rule every output counts failures by.
+	FailReason string
 	// Under maps a column index (of TaskData.Columns) to what that setting
 	// made of the continuation.
 	Under map[int]*Scored
@@ -82,12 +121,13 @@ type Scored struct {
 	// matched (-1: it did not cut), and Seq the sequence.
 	Cut int
 	Seq string
+	// Failed is why the sample failed ("": scored); its Values are 0.
+	Failed string
 }
 
-// Failed reports whether the generation ended in an error.
-func (s *SampleData) Failed() bool {
-	return s.Finish == "error" || s.Finish == "context" || s.Error != ""
-}
+// Failed reports whether the generation failed (backend error, prompt
+// beyond the context).
+func (s *SampleData) Failed() bool { return s.FailReason != "" }
 
 // Load reads a Dataset from the store: every stored score the filter
 // selects, with its generation and sample. Models are named by their last
@@ -155,8 +195,15 @@ type taskLoad struct {
 	idIdx   map[string]int32
 	metrics map[string]int
 	series  map[[2]int]*series // by (column, metric) index
+	fails   map[int]map[int32]string
 	budgets map[int]bool
 	samples map[[2]string]*SampleData
+}
+
+func newTaskLoad(task string) *taskLoad {
+	return &taskLoad{td: &TaskData{Task: task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
+		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{},
+		samples: map[[2]string]*SampleData{}}
 }
 
 // sampleIndex returns the index of a sample id in the task's ids, adding
@@ -171,9 +218,94 @@ func (tl *taskLoad) sampleIndex(id string) int32 {
 	return i
 }
 
+// column returns the index of a column, adding it when new.
+func (tl *taskLoad) column(c Column) int {
+	ck := colKey{c.Fingerprint, c.SettingKey, c.Budget}
+	ci, ok := tl.colIdx[ck]
+	if !ok {
+		ci = len(tl.td.Columns)
+		tl.colIdx[ck] = ci
+		tl.td.Columns = append(tl.td.Columns, c)
+		tl.budgets[c.Budget] = true
+	}
+	return ci
+}
+
+// metric returns the index of a metric, adding it when new.
+func (tl *taskLoad) metric(m string) int {
+	mi, ok := tl.metrics[m]
+	if !ok {
+		mi = len(tl.td.Metrics)
+		tl.metrics[m] = mi
+		tl.td.Metrics = append(tl.td.Metrics, m)
+	}
+	return mi
+}
+
+// seriesOf returns the series of a (column, metric), adding it when new.
+func (tl *taskLoad) seriesOf(ci, mi int) *series {
+	sr := tl.series[[2]int{ci, mi}]
+	if sr == nil {
+		sr = &series{}
+		tl.series[[2]int{ci, mi}] = sr
+	}
+	return sr
+}
+
+// addFailed counts sample idx as failed (value 0 under every metric)
+// under column ci, unless the column already has a value for it (a score
+// from another generation of the sample wins).
+func (tl *taskLoad) addFailed(ci int, idx int32, reason string, has func(ci int, idx int32) bool) bool {
+	if has(ci, idx) {
+		return false
+	}
+	if tl.fails[ci] == nil {
+		tl.fails[ci] = map[int32]string{}
+	}
+	tl.fails[ci][idx] = reason
+	for _, m := range failedMetrics(tl.td.Metrics) {
+		tl.seriesOf(ci, tl.metric(m)).add(point{idx: idx})
+	}
+	return true
+}
+
+// presence returns a function telling whether a column already has a value
+// for a sample, built once from the series read so far.
+func (tl *taskLoad) presence() func(ci int, idx int32) bool {
+	var has map[int]map[int32]bool
+	return func(ci int, idx int32) bool {
+		if has == nil {
+			has = map[int]map[int32]bool{}
+			for k, sr := range tl.series {
+				h := has[k[0]]
+				if h == nil {
+					h = map[int32]bool{}
+					has[k[0]] = h
+				}
+				for _, ch := range sr.chunks {
+					for _, p := range ch {
+						h[p.idx] = true
+					}
+				}
+			}
+		}
+		return has[ci][idx]
+	}
+}
+
 type colKey struct {
 	fp, key string
 	budget  int
+}
+
+// recordedSettings are the stop settings a generation record says were
+// active when it ended.
+func recordedSettings(stops json.RawMessage) []generate.StopSetting {
+	var rec struct {
+		Settings []generate.StopSetting `json:"settings"`
+	}
+	_ = json.Unmarshal(stops, &rec)
+	return rec.Settings
 }
 
 func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
@@ -189,6 +321,15 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	}
 	ds := &Dataset{}
 	byTask := map[string]*taskLoad{}
+	taskOf := func(task string) *taskLoad {
+		tl := byTask[task]
+		if tl == nil {
+			tl = newTaskLoad(task)
+			byTask[task] = tl
+			ds.Tasks = append(ds.Tasks, tl.td)
+		}
+		return tl
+	}
 	var tl *taskLoad
 	// slots caches, per fingerprint and store cell, the column, metric and
 	// series a score goes to.
@@ -226,38 +367,17 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		}
 		if tl == nil || tl.td.Task != e.Task {
 			lastIdx = -1
-			if tl = byTask[e.Task]; tl == nil {
-				tl = &taskLoad{td: &TaskData{Task: e.Task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
-					metrics: map[string]int{}, series: map[[2]int]*series{}, budgets: map[int]bool{}, samples: map[[2]string]*SampleData{}}
-				byTask[e.Task] = tl
-				ds.Tasks = append(ds.Tasks, tl.td)
-			}
+			tl = taskOf(e.Task)
 		}
 		td := tl.td
-		ck := colKey{e.Fingerprint, e.SettingKey, e.Budget}
-		ci, ok := tl.colIdx[ck]
-		if !ok {
-			ci = len(td.Columns)
-			tl.colIdx[ck] = ci
-			td.Columns = append(td.Columns, Column{Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint,
-				Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
-			tl.budgets[e.Budget] = true
-		}
-		mi, ok := tl.metrics[e.Metric]
-		if !ok {
-			mi = len(td.Metrics)
-			tl.metrics[e.Metric] = mi
-			td.Metrics = append(td.Metrics, e.Metric)
-		}
+		m, chat := modelName(names, e.Fingerprint)
+		ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
+		mi := tl.metric(e.Metric)
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
 		id := lastIdx
-		sr := tl.series[[2]int{ci, mi}]
-		if sr == nil {
-			sr = &series{}
-			tl.series[[2]int{ci, mi}] = sr
-		}
+		sr := tl.seriesOf(ci, mi)
 		for len(slots) <= e.Cell {
 			slots = append(slots, nil)
 		}
@@ -272,9 +392,9 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		sk := [2]string{e.SampleID, e.Fingerprint}
 		sd := tl.samples[sk]
 		if sd == nil {
-			sd = &SampleData{ID: tl.ids[id], Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint, Under: map[int]*Scored{}}
+			sd = &SampleData{ID: tl.ids[id], Model: m, Fingerprint: e.Fingerprint, Index: -1, Under: map[int]*Scored{}}
 			if g, ok := gens[e.GenKey]; ok {
-				sd.Text, sd.Finish, sd.Error, sd.Imported = g.Text, g.Finish, g.Error, g.Imported
+				sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.Text, g.Finish, g.Error, g.Imported, g.PromptTokens
 			}
 			tl.samples[sk] = sd
 			td.Samples = append(td.Samples, sd)
@@ -293,6 +413,9 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	if err != nil {
 		return nil, err
 	}
+	if err := addFailures(ctx, st, f, full, gens, names, taskOf); err != nil {
+		return nil, err
+	}
 	for _, td := range ds.Tasks {
 		tl := byTask[td.Task]
 		if full {
@@ -300,183 +423,221 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 			if err != nil {
 				return nil, err
 			}
+			td.Total = len(samples)
 			for _, sd := range td.Samples {
 				if s, ok := samples[sd.ID]; ok {
-					sd.Prompt, sd.Refs, sd.Metadata = s.Prompt, s.Refs, s.Metadata
+					sd.Prompt, sd.Refs = s.Prompt, s.Refs
+					sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
 				}
 			}
 			slices.SortFunc(td.Samples, func(a, b *SampleData) int {
-				return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model))
+				return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Fingerprint, b.Fingerprint))
 			})
 		}
-		// Metrics sorted; series re-keyed by the sorted index.
-		oldMetrics := td.Metrics
-		td.Metrics = slices.Clone(oldMetrics)
-		slices.Sort(td.Metrics)
-		metricNew := make([]int, len(oldMetrics))
-		for oi, m := range oldMetrics {
-			metricNew[oi], _ = slices.BinarySearch(td.Metrics, m)
-		}
-		// Columns: by model, then setting name, then budget; indices in
-		// samples and series are remapped.
-		order := make([]int, len(td.Columns))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int {
-			x, y := td.Columns[a], td.Columns[b]
-			return cmp.Or(cmp.Compare(x.Model, y.Model), cmp.Compare(x.Setting, y.Setting), cmp.Compare(x.Budget, y.Budget))
-		})
-		newIdx := make([]int, len(order))
-		cols := make([]Column, len(order))
-		for ni, oi := range order {
-			newIdx[oi] = ni
-			cols[ni] = td.Columns[oi]
-			cols[ni].Label = cols[ni].Model + " " + cols[ni].Setting
-			if len(tl.budgets) > 1 {
-				cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
-			}
-		}
-		td.Columns = cols
-		for _, sd := range td.Samples {
-			under := make(map[int]*Scored, len(sd.Under))
-			for oi, sc := range sd.Under {
-				under[newIdx[oi]] = sc
-			}
-			sd.Under = under
-		}
-		ser := make(map[[2]int]*series, len(tl.series))
-		for k, sr := range tl.series {
-			ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
-		}
-		td.Rows = summarise(td, tl.ids, ser)
+		finishStoreTask(tl)
 	}
 	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	return ds, nil
 }
 
-// modelNames maps each fingerprint to the model name its newest run used.
-func modelNames(ctx context.Context, st *store.Store) (map[string]string, error) {
+// addFailures counts every failed generation the filter selects as a
+// failed sample (value 0 under every metric) under the columns of its
+// model and task: every stored column (a failed generation answers no
+// setting and no budget), or, when none of the task was scored, the stop
+// settings its record names at its budget. A failed generation of a
+// sample that another generation scored under a column is not counted
+// there.
+func addFailures(ctx context.Context, st *store.Store, f store.Filter, full bool, gens map[string]store.Generation,
+	names map[string]modelInfo, taskOf func(string) *taskLoad) error {
+	var failed []store.Generation
+	if full {
+		for _, g := range gens {
+			if generate.FailReason(&g) != "" {
+				failed = append(failed, g)
+			}
+		}
+	} else {
+		var err error
+		if failed, err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(failed, func(a, b store.Generation) int {
+		return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Fingerprint, b.Fingerprint), compareIDs(a.SampleID, b.SampleID), cmp.Compare(a.Key, b.Key))
+	})
+	wanted := func(setting string) bool { return len(f.Settings) == 0 || slices.Contains(f.Settings, setting) }
+	presence := map[*taskLoad]func(int, int32) bool{}
+	for i := range failed {
+		g := &failed[i]
+		reason := generate.FailReason(g)
+		tl := taskOf(g.Task)
+		if presence[tl] == nil {
+			presence[tl] = tl.presence()
+		}
+		var cols []int
+		for ci, c := range tl.td.Columns {
+			if c.Fingerprint == g.Fingerprint {
+				cols = append(cols, ci)
+			}
+		}
+		m, chat := modelName(names, g.Fingerprint)
+		if len(cols) == 0 {
+			for _, set := range recordedSettings(g.Stops) {
+				if wanted(set.Name) {
+					cols = append(cols, tl.column(Column{Model: m, Fingerprint: g.Fingerprint, Chat: chat, Setting: set.Name, SettingKey: set.Key(), Budget: g.Budget}))
+				}
+			}
+		}
+		idx := tl.sampleIndex(g.SampleID)
+		var sd *SampleData
+		for _, ci := range cols {
+			if !tl.addFailed(ci, idx, reason, presence[tl]) || !full {
+				continue
+			}
+			sk := [2]string{g.SampleID, g.Fingerprint}
+			if sd == nil {
+				if sd = tl.samples[sk]; sd == nil {
+					sd = &SampleData{ID: g.SampleID, Model: m, Fingerprint: g.Fingerprint, Text: g.Text, Finish: g.Finish, Error: g.Error,
+						Imported: g.Imported, PromptTokens: g.PromptTokens, FailReason: reason, Index: -1, Under: map[int]*Scored{}}
+					tl.samples[sk] = sd
+					tl.td.Samples = append(tl.td.Samples, sd)
+				}
+			}
+			vals := map[string]float64{}
+			for _, m := range failedMetrics(tl.td.Metrics) {
+				vals[m] = 0
+			}
+			sd.Under[ci] = &Scored{Values: vals, Cut: -1, Failed: reason}
+		}
+	}
+	return nil
+}
+
+// finishStoreTask orders a task loaded from the store and summarises it:
+// metrics sorted; columns by model, fingerprint, setting name and budget
+// (indices in samples, series and failures remapped), each paired with
+// its model's first column.
+func finishStoreTask(tl *taskLoad) {
+	td := tl.td
+	oldMetrics := td.Metrics
+	td.Metrics = slices.Clone(oldMetrics)
+	slices.Sort(td.Metrics)
+	metricNew := make([]int, len(oldMetrics))
+	for oi, m := range oldMetrics {
+		metricNew[oi], _ = slices.BinarySearch(td.Metrics, m)
+	}
+	order := make([]int, len(td.Columns))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := td.Columns[a], td.Columns[b]
+		return cmp.Or(cmp.Compare(x.Model, y.Model), cmp.Compare(boolInt(x.Chat), boolInt(y.Chat)), cmp.Compare(x.Fingerprint, y.Fingerprint),
+			cmp.Compare(x.Setting, y.Setting), cmp.Compare(x.Budget, y.Budget))
+	})
+	newIdx := make([]int, len(order))
+	cols := make([]Column, len(order))
+	base := make([]int, len(order))
+	for ni, oi := range order {
+		newIdx[oi] = ni
+		cols[ni] = td.Columns[oi]
+		cols[ni].Label = ModelLabel(cols[ni].Model, cols[ni].Chat) + " " + cols[ni].Setting
+		if len(tl.budgets) > 1 {
+			cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
+		}
+		base[ni] = ni
+		if ni > 0 && cols[ni-1].Fingerprint == cols[ni].Fingerprint {
+			base[ni] = base[ni-1]
+		}
+	}
+	for ni := range base {
+		if base[ni] == ni {
+			base[ni] = -1
+		}
+	}
+	td.Columns = cols
+	for _, sd := range td.Samples {
+		under := make(map[int]*Scored, len(sd.Under))
+		for oi, sc := range sd.Under {
+			under[newIdx[oi]] = sc
+		}
+		sd.Under = under
+	}
+	ser := make(map[[2]int]*series, len(tl.series))
+	for k, sr := range tl.series {
+		ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
+	}
+	fails := make(map[int]map[int32]string, len(tl.fails))
+	for ci, m := range tl.fails {
+		fails[newIdx[ci]] = m
+	}
+	td.Rows = summarise(figures{td: td, ids: tl.ids, ser: ser, fails: fails, base: base})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ModelLabel names a model in reports: its name, with "(chat)" when it was
+// prompted through its chat template, so that a chat run and a raw run of
+// one model never look alike.
+func ModelLabel(model string, chat bool) string {
+	if chat {
+		return model + " (chat)"
+	}
+	return model
+}
+
+// modelInfo is what the store's runs say of a fingerprint's model.
+type modelInfo struct {
+	name string
+	chat bool
+}
+
+// modelNames maps each fingerprint to the model name its newest run used,
+// and whether its runs prompted it through its chat template.
+func modelNames(ctx context.Context, st *store.Store) (map[string]modelInfo, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]string{}
+	names := map[string]modelInfo{}
 	for _, r := range runs { // newest first
-		if _, ok := names[r.Fingerprint]; !ok {
-			names[r.Fingerprint] = r.Model
+		mi, ok := names[r.Fingerprint]
+		if !ok {
+			mi.name = r.Model
 		}
+		mi.chat = mi.chat || RunChat(r.Config)
+		names[r.Fingerprint] = mi
 	}
 	return names, nil
 }
 
-// compareIDs orders sample ids numerically when both are numbers.
-func compareIDs(a, b string) int {
-	x, ex := strconv.Atoi(a)
-	y, ey := strconv.Atoi(b)
-	if ex == nil && ey == nil {
-		return cmp.Compare(x, y)
+// modelName is the name of a fingerprint's model (the fingerprint when no
+// run names it) and whether it is a chat run.
+func modelName(names map[string]modelInfo, fp string) (string, bool) {
+	mi := names[fp]
+	if mi.name == "" {
+		mi.name = fp
 	}
-	return cmp.Compare(a, b)
+	return mi.name, mi.chat || IsChatFingerprint(fp)
 }
 
-func modelName(names map[string]string, fp string) string {
-	if m := names[fp]; m != "" {
-		return m
+// storedSample reads what a stored sample's metadata column holds
+// (datasets.Stored): the sample's metadata, and its data row, rendered
+// target and index when they were stored (index -1: unknown).
+func storedSample(raw json.RawMessage) (meta, doc json.RawMessage, target *string, index int) {
+	st, err := datasets.ParseStored(raw)
+	if err != nil {
+		return raw, nil, nil, -1
 	}
-	return fp
-}
-
-// summarise makes the task's summary rows: per metric and column the mean
-// with its 95% interval, and for every column after a model's first the
-// paired difference against that first column. A column's mean sums its
-// samples in sample order (ids numerically when they are numbers, as
-// SampleData are sorted); pairs go in the order of their ids as strings.
-func summarise(td *TaskData, ids []string, ser map[[2]int]*series) []Row {
-	byNum := make([]int32, len(ids))
-	byStr := make([]int32, len(ids))
-	for i := range ids {
-		byNum[i], byStr[i] = int32(i), int32(i)
+	meta, _ = json.Marshal(st.Metadata)
+	index = -1
+	if st.Index != nil {
+		index = *st.Index
 	}
-	nums := make([]int, len(ids))
-	isNum := make([]bool, len(ids))
-	for i, id := range ids {
-		n, err := strconv.Atoi(id)
-		nums[i], isNum[i] = n, err == nil
-	}
-	slices.SortStableFunc(byNum, func(a, b int32) int {
-		if isNum[a] && isNum[b] {
-			return cmp.Compare(nums[a], nums[b])
-		}
-		return cmp.Compare(ids[a], ids[b])
-	})
-	slices.SortFunc(byStr, func(a, b int32) int { return cmp.Compare(ids[a], ids[b]) })
-	// at returns, per sample index, the series position holding its
-	// value (the last one read), or -1.
-	at := func(sr *series) []int32 {
-		pos := make([]int32, len(ids))
-		for i := range pos {
-			pos[i] = -1
-		}
-		k := int32(0)
-		for _, ch := range sr.chunks {
-			for _, p := range ch {
-				pos[p.idx] = k
-				k++
-			}
-		}
-		return pos
-	}
-	var rows []Row
-	for mi, m := range td.Metrics {
-		var first *series
-		var firstAt []int32
-		firstModel := ""
-		for ci, c := range td.Columns {
-			sr := ser[[2]int{ci, mi}]
-			if sr == nil || sr.n == 0 {
-				continue
-			}
-			pos := at(sr)
-			vals := make([]float64, 0, sr.n)
-			for _, id := range byNum {
-				if k := pos[id]; k >= 0 {
-					vals = append(vals, sr.at(k).val)
-				}
-			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
-			if first == nil || c.Model != firstModel {
-				first, firstAt, firstModel = sr, pos, c.Model
-			} else {
-				a, b := make([]float64, 0, sr.n), make([]float64, 0, sr.n)
-				changed := 0
-				for _, id := range byStr {
-					k, j := firstAt[id], pos[id]
-					if k < 0 || j < 0 {
-						continue
-					}
-					x, y := first.at(k).val, sr.at(j).val
-					a, b = append(a, x), append(b, y)
-					if x != y {
-						changed++
-					}
-				}
-				if changed > 0 {
-					row.Changed = make([]Changed, 0, changed)
-					for _, id := range byStr {
-						k, j := firstAt[id], pos[id]
-						if k < 0 || j < 0 {
-							continue
-						}
-						if x, y := first.at(k), sr.at(j); x.val != y.val {
-							row.Changed = append(row.Changed, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), x.pred, y.pred})
-						}
-					}
-				}
-				row.Diff = pairedInterval(a, b)
-			}
-			rows = append(rows, row)
-		}
-	}
-	return rows
+	return meta, st.Doc, st.Target, index
 }

@@ -147,7 +147,6 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 				return nil, fmt.Errorf("write lm-eval samples: %w", err)
 			}
 			w := bufio.NewWriter(f)
-			vals := map[string][]float64{}
 			n := 0
 			for _, sd := range td.Samples {
 				sc := sd.Under[ci]
@@ -155,9 +154,6 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 					continue
 				}
 				line := lmevalLine(n, td.Task, c, sd, sc, td.Metrics)
-				for m, v := range sc.Values {
-					vals[m] = append(vals[m], v)
-				}
 				b, err := json.Marshal(line)
 				if err != nil {
 					f.Close()
@@ -177,22 +173,13 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 			written = append(written, path)
 			res := map[string]any{"alias": name}
 			hib := map[string]any{}
-			for _, m := range td.Metrics {
-				xs, ok := vals[m]
-				if !ok {
+			for _, r := range td.Rows {
+				if r.Setting != c.Label {
 					continue
 				}
-				mean := math.NaN()
-				if len(xs) > 0 {
-					var s float64
-					for _, x := range xs {
-						s += x
-					}
-					mean = s / float64(len(xs))
-				}
-				res[m+",none"] = jsonFloat(mean)
-				res[m+"_stderr,none"] = jsonFloat(stderr(xs))
-				hib[m] = true
+				res[r.Metric+",none"] = jsonFloat(float64(r.Mean.Estimate))
+				res[r.Metric+"_stderr,none"] = jsonFloat(float64(r.Stderr))
+				hib[r.Metric] = true
 			}
 			mo.results[name] = res
 			mo.groups[name] = []string{}

@@ -10,6 +10,7 @@ package tasks
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -256,6 +257,9 @@ type LoadOptions struct {
 type Loaded struct {
 	Samples []datasets.Sample
 	Skipped int
+	// Total is the number of samples in the data, before LoadOptions
+	// selected some.
+	Total int
 }
 
 // Load reads and renders the task's samples.
@@ -281,8 +285,9 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		// benchmark's own sub-task stays in the metadata.
 		for i := range samples {
 			samples[i].Task = c.Task
+			samples[i].Index = &i
 		}
-		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped}, nil
+		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped, Total: len(samples)}, nil
 	}
 	read, err := l.Rows(req)
 	if err != nil {
@@ -332,14 +337,33 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			if targets[i], err = render(targetT, row, i); err != nil {
 				return Loaded{}, err
 			}
+			s.Target = &targets[i]
 		}
+		s.Index, s.Doc = &i, docOf(row)
 		samples[i] = s
 	}
 	if _, logged := rows[0][datasets.VerbatimPrompt]; c.FewShot > 0 && !logged {
 		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
 	}
+	total := len(samples)
 	samples = selectSamples(samples, opt)
-	return Loaded{Samples: samples, Skipped: skipped}, nil
+	return Loaded{Samples: samples, Skipped: skipped, Total: total}, nil
+}
+
+// docOf is a data row as reports show it (lm-eval's "doc"): its fields,
+// without the ones tally adds for itself.
+func docOf(row map[string]any) json.RawMessage {
+	doc := make(map[string]any, len(row))
+	for k, v := range row {
+		if k != datasets.VerbatimPrompt {
+			doc[k] = v
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // addFewShot prefixes each prompt with n solved examples drawn with a

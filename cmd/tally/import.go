@@ -52,7 +52,7 @@ func newImportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jobs, _, err := f.loadJobs(cmd.ErrOrStderr())
+			jobs, _, _, err := f.loadJobs(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

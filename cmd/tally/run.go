@@ -118,6 +118,9 @@ type session struct {
 	be    backends.Backend
 	jobs  []*generate.Job
 	cfgs  []*tasks.Config
+	// totals is, per task, the number of samples in its data before
+	// --limit or --samples.
+	totals map[string]int
 }
 
 func (f *runFlags) settings() ([]generate.StopSetting, error) {
@@ -138,40 +141,42 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 }
 
 // loadJobs resolves tasks and loads their samples; no model is needed.
-func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
+// totals is, per task, the number of samples in its data before --limit
+// or --samples.
+func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tasks.Config, totals map[string]int, err error) {
 	if err := f.validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops, err := f.settings()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(f.tasks) == 0 {
-		return nil, nil, fmt.Errorf("no tasks: pass --tasks")
+		return nil, nil, nil, fmt.Errorf("no tasks: pass --tasks")
 	}
 	if f.data != "" && len(f.tasks) > 1 {
-		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+		return nil, nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
 	for _, kv := range f.set {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+			return nil, nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
 		}
 		set[k] = v
 	}
-	var jobs []*generate.Job
-	var cfgs []*tasks.Config
+	totals = map[string]int{}
 	found := map[string]bool{}
 	for _, spec := range f.tasks {
 		cfg, err := tasks.ResolveWith(spec, set)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		totals[cfg.Task] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
@@ -179,7 +184,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 			found[s.ID] = true
 		}
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
 		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
@@ -199,14 +204,14 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
+		return nil, nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
 	}
 	for _, j := range jobs {
 		if len(j.Samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
 		}
 	}
-	return jobs, cfgs, nil
+	return jobs, cfgs, totals, nil
 }
 
 // open sets up a session. A read-only session opens an existing store for
@@ -215,7 +220,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: pass --model")
 	}
-	jobs, cfgs, err := f.loadJobs(stderr)
+	jobs, cfgs, totals, err := f.loadJobs(stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +242,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 		st.Close()
 		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
 	}
-	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs, totals: totals}, nil
 }
 
 // Close releases the model and the store.
@@ -384,8 +389,13 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+	ds, err := s.dataset(ctx, []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: plan, Results: res}}, f.outputPath != "", false)
+	if err != nil {
+		return err
+	}
+	sum.Scores, sum.Counts = figures(ds)
+	sum.FailedSamples = generate.FailedAsZero
+	if err := writeOutputPath(ds, f.outputPath, stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -407,7 +417,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
-	printScores(stdout, s.jobs, res)
+	printRows(stdout, ds)
 	if name == "demo" {
 		for _, j := range s.jobs {
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
@@ -472,36 +482,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn\tfailed")
-	means := res.Means()
-	anyFailed := false
-	for _, j := range jobs {
-		for _, set := range j.Settings {
-			for _, m := range res.Metrics(j.Task) {
-				xs := res[j.Task][set.Name][m]
-				failed := 0
-				for _, x := range xs {
-					if x.Failed != "" {
-						failed++
-					}
-				}
-				anyFailed = anyFailed || failed > 0
-				mean := "n/a"
-				if v, ok := means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
-					mean = fmt.Sprintf("%.4f", float64(v))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, len(xs), failed)
-			}
-		}
-	}
-	tw.Flush()
-	if anyFailed {
-		fmt.Fprintln(w, "note: "+report.FailedNote)
-	}
 }
 
 func backendStats(be backends.Backend) any {
@@ -709,18 +689,23 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+			ds, err := s.dataset(ctx, []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: p, Results: res}}, f.outputPath != "", false)
+			if err != nil {
+				return err
+			}
+			if err := writeOutputPath(ds, f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {
-				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
-					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {
+				means, counts := figures(ds)
+				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": means,
+					"counts": counts, "failed_samples": generate.FailedAsZero}); err != nil {
 					return err
 				}
 				return failedExit(res)
 			}
 			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
-			printScores(stdout, s.jobs, res)
+			printRows(stdout, ds)
 			return failedExit(res)
 		})
 }

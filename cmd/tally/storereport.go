@@ -7,9 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
-	"tally/generate"
 	"tally/report"
 	"tally/rescore"
 	"tally/store"
@@ -75,19 +73,10 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
 	}
-	if outputPath != "" {
-		paths, err := report.WriteLMEval(outputPath, ds, version(), time.Now())
-		if err != nil {
-			return err
-		}
-		for _, p := range paths {
-			fmt.Fprintln(stderr, "wrote", p)
-		}
+	if err := writeOutputPath(ds, outputPath, stderr); err != nil {
+		return err
 	}
-	var rows []report.Row
-	for _, td := range ds.Tasks {
-		rows = append(rows, td.Rows...)
-	}
+	rows := rowsOf(ds)
 	switch format {
 	case "json":
 		return writeJSON(stdout, rows)
@@ -97,41 +86,4 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 		return report.WriteHTML(stdout, ds)
 	}
 	return report.Text(stdout, rows, showChanged)
-}
-
-// writeOutputPath writes the lm-eval files of the given model and tasks
-// after a run or rescore (--output-path).
-func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []string, dir string, stderr io.Writer) error {
-	if dir == "" {
-		return nil
-	}
-	filter, err := storeFilter(ctx, st, f.model, tasks, f.stops)
-	if err != nil {
-		return err
-	}
-	rs, err := rescore.New(ctx, st)
-	if err != nil {
-		return err
-	}
-	ds, err := report.LoadWith(ctx, st, filter, report.LoadOptions{Fix: rs.Fix})
-	if err != nil {
-		return err
-	}
-	paths, err := report.WriteLMEval(dir, ds, version(), time.Now())
-	if err != nil {
-		return err
-	}
-	for _, p := range paths {
-		fmt.Fprintln(stderr, "wrote", p)
-	}
-	return nil
-}
-
-// jobTasks are the task names of a session's jobs.
-func jobTasks(jobs []*generate.Job) []string {
-	out := make([]string, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.Task
-	}
-	return out
 }
