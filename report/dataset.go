@@ -81,6 +81,15 @@ type TaskInfo struct {
 	Metrics []string
 	// Description is the task's one-line description.
 	Description string
+	// LMEvalConfig, when set, is the task's lm-eval config as lm-eval's
+	// TaskConfig.to_dict() gives it (a task read from an lm-eval YAML):
+	// lm-eval files write it as the task's config, adding only what it
+	// lacks.
+	LMEvalConfig map[string]any
+	// Filters maps a stop setting's name to the lm-eval filter pipeline
+	// it stands for (filter_list's "filter"), when it is not the plain cut
+	// at the setting's stop sequences.
+	Filters map[string][]map[string]any
 }
 
 // SampleData is one sample as one model answered it.
@@ -424,10 +433,14 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 				return nil, err
 			}
 			td.Total = len(samples)
+			rank := storedRanks(samples)
 			for _, sd := range td.Samples {
 				if s, ok := samples[sd.ID]; ok {
 					sd.Prompt, sd.Refs = s.Prompt, s.Refs
 					sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+					if sd.Index < 0 {
+						sd.Index = rank[sd.ID]
+					}
 				}
 			}
 			slices.SortFunc(td.Samples, func(a, b *SampleData) int {
@@ -624,6 +637,22 @@ func modelName(names map[string]modelInfo, fp string) (string, bool) {
 		mi.name = fp
 	}
 	return mi.name, mi.chat || IsChatFingerprint(fp)
+}
+
+// storedRanks is, for samples stored without their index in the task's
+// data (by an older tally), the rank of each id among the task's stored
+// samples (ids numerically when they are numbers).
+func storedRanks(samples map[string]store.Sample) map[string]int {
+	ids := make([]string, 0, len(samples))
+	for id := range samples {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareIDs)
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	return rank
 }
 
 // storedSample reads what a stored sample's metadata column holds

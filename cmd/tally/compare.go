@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +79,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 				c, _ := opts.useChat()
 				models, bes, chats = append(models, against), append(bes, be), append(chats, c)
 			}
+			started := time.Now()
 			runs, err := collect(ctx, s, models, chats, bes, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -86,7 +88,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := writeOutputPath(ds, f.outputPath, cmd.ErrOrStderr()); err != nil {
+			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, bes), cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			rows := rowsOf(ds)

@@ -120,3 +120,5 @@ func TestOneSourceOfFigures(t *testing.T) {
 		t.Errorf("markdown report does not count or list the failed samples:\n%s", md)
 	}
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

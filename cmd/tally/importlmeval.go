@@ -5,18 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"tally/backends/imported"
+	"tally/datasets"
 	"tally/datasets/lmevallog"
 	"tally/datasets/published"
 	"tally/generate"
 	"tally/report"
+	"tally/rescore"
 	"tally/store"
 )
 
@@ -69,11 +73,14 @@ func lmevalFiles(paths []string) ([]string, error) {
 }
 
 // importLMEval stores lm-eval sample logs: lines tally wrote (with their
-// "tally" object) come back as they were, raw continuation and scores
-// included; lines of any other generate_until log become imported
+// "tally" object) come back as they were, raw continuation, failures and
+// scores included; lines of any other generate_until log become imported
 // generations of model "imported:NAME" (NAME: model, else the log's
-// folder), scored with the metric values the log holds under the setting
-// "lm-eval" (its until sequences).
+// folder), scored with the metric values the log holds under a stop
+// setting named after the line's filter (its until sequences; "lm-eval"
+// for logs that name no filter). The log's doc, target and doc_id are kept
+// with the sample, so that lm-eval files written from the store give them
+// back.
 func importLMEval(ctx context.Context, st *store.Store, files []string, model string) (map[string]int, error) {
 	counts := map[string]int{}
 	runs := map[string]int64{}
@@ -95,6 +102,11 @@ func importLMEval(ctx context.Context, st *store.Store, files []string, model st
 		var samples []store.Sample
 		var gens []store.Generation
 		var scores []store.Score
+		seenSample, seenGen := map[[2]string]bool{}, map[string]bool{}
+		filters := map[string]bool{}
+		for _, r := range recs {
+			filters[r.Filter] = true
+		}
 		for _, r := range recs {
 			var tx report.TallyExtra
 			if r.Tally != nil {
@@ -103,28 +115,56 @@ func importLMEval(ctx context.Context, st *store.Store, files []string, model st
 				}
 			} else {
 				refs, _ := json.Marshal([]string{r.Target})
+				setting, seqs := r.Filter, r.Until
+				if setting == "" {
+					setting = "lm-eval"
+				}
+				if len(filters) > 1 {
+					// Settings are keyed by their sequences: filters
+					// of one generation (one until) are told apart by
+					// a sequence naming the filter, never found in the
+					// (already cut) text.
+					seqs = append(slices.Clone(seqs), "[lm-eval filter "+setting+"]")
+				}
 				tx = report.TallyExtra{Task: logTask, SampleID: fmt.Sprint(r.DocID), Model: imported.Prefix + name, Fingerprint: imported.Prefix + name,
-					Setting: "lm-eval", Seqs: r.Until, Budget: r.MaxGenToks, Raw: r.Response, Finish: "stop", Imported: true,
-					Metadata: r.Doc, References: refs}
+					Setting: setting, Seqs: seqs, Budget: r.MaxGenToks, Raw: r.Response, Finish: "stop", Imported: true, References: refs}
 			}
 			if model != "" && r.Tally != nil {
 				tx.Model = model
 			}
 			pred := r.Filtered
-			if pred == "" {
+			if pred == "" && r.Tally == nil {
 				pred = r.Response
 			}
 			key := generate.Key(tx.Fingerprint, nil, r.Prompt)
-			samples = append(samples, store.Sample{Task: tx.Task, ID: tx.SampleID, Prompt: r.Prompt, Refs: tx.References, Metadata: tx.Metadata})
-			gens = append(gens, store.Generation{Key: key, Fingerprint: tx.Fingerprint, Task: tx.Task, SampleID: tx.SampleID, Text: tx.Raw,
-				Finish: tx.Finish, Error: tx.Error, Imported: tx.Imported, Budget: tx.Budget, Stops: json.RawMessage(`{}`)})
+			if sk := [2]string{tx.Task, tx.SampleID}; !seenSample[sk] {
+				seenSample[sk] = true
+				samples = append(samples, importedSample(tx, r))
+			}
+			if !seenGen[key] {
+				seenGen[key] = true
+				gens = append(gens, store.Generation{Key: key, Fingerprint: tx.Fingerprint, Task: tx.Task, SampleID: tx.SampleID, Text: tx.Raw,
+					Finish: tx.Finish, Error: tx.Error, PromptTokens: tx.PromptTokens, Imported: tx.Imported, Budget: tx.Budget, Stops: json.RawMessage(`{}`)})
+			}
 			setKey := generate.StopSetting{Seqs: tx.Seqs}.Key()
-			for m, v := range r.Metrics {
-				scores = append(scores, store.Score{GenKey: key, Task: tx.Task, SampleID: tx.SampleID, Setting: tx.Setting, SettingKey: setKey,
-					Budget: tx.Budget, Metric: m, Value: v, Prediction: pred})
+			values := r.Metrics
+			if tx.Scores != nil {
+				values = map[string]float64{}
+				for m, v := range tx.Scores {
+					values[m] = math.NaN()
+					if v != nil {
+						values[m] = *v
+					}
+				}
+			}
+			if tx.Failed == "" {
+				for m, v := range values {
+					scores = append(scores, store.Score{GenKey: key, Task: tx.Task, SampleID: tx.SampleID, Setting: tx.Setting, SettingKey: setKey,
+						Budget: tx.Budget, Metric: m, Value: v, Prediction: pred})
+				}
 			}
 			if _, ok := runs[tx.Fingerprint]; !ok {
-				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files})
+				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files, "chat": tx.Chat})
 				id, err := st.StartRun(ctx, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported",
 					Model: tx.Model, Fingerprint: tx.Fingerprint})
 				if err != nil {
@@ -147,6 +187,18 @@ func importLMEval(ctx context.Context, st *store.Store, files []string, model st
 		}
 	}
 	return counts, nil
+}
+
+// importedSample is the stored sample of an lm-eval log line: its prompt
+// and references, its metadata (tally's, when tally wrote the line), and
+// the log's doc, target and doc_id.
+func importedSample(tx report.TallyExtra, r lmevallog.Record) store.Sample {
+	var meta map[string]any
+	_ = json.Unmarshal(tx.Metadata, &meta)
+	docID, target := r.DocID, r.Target
+	s := datasets.Sample{Task: tx.Task, ID: tx.SampleID, Prompt: r.Prompt, References: tx.References, Metadata: meta,
+		Doc: r.Doc, Target: &target, Index: &docID}
+	return rescore.ToStore(s)
 }
 
 // importFiles is tally import with file arguments.

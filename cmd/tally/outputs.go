@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tally/backends"
+	"tally/backends/gomlx"
 	"tally/generate"
 	"tally/report"
 )
@@ -42,19 +44,39 @@ func (s *session) dataset(ctx context.Context, runs []report.RunResults, full, m
 		Totals: s.totals, Limit: s.flags.limit, Info: s.taskInfo()})
 }
 
+// lmevalOptions is what the session's runs say in lm-eval files: the
+// evaluation's span (from start to now), and per model the device, batch
+// size, backend and the chat template tally rendered.
+func (s *session) lmevalOptions(start time.Time, runs []report.RunResults, bes []backends.Backend) report.LMEvalOptions {
+	opt := report.LMEvalOptions{Version: version(), Start: start, End: time.Now(), Models: map[string]report.LMEvalModel{}}
+	for i, r := range runs {
+		if r.Plan == nil || i >= len(bes) {
+			continue
+		}
+		m := report.LMEvalModel{Device: s.flags.device, BatchSize: s.flags.concurrency, Backend: bes[i].Name()}
+		if nm, ok := bes[i].(*gomlx.Model); ok && r.Chat {
+			if tmpl, err := nativeChatTemplate(nm, r.Model); err == nil {
+				m.ChatTemplate = tmpl.Source()
+			}
+		}
+		opt.Models[r.Plan.Fingerprint] = m
+	}
+	return opt
+}
+
 // writeOutputPath writes the lm-eval files of a dataset under dir
 // (--output-path), saying on stderr what it wrote, or why a task's files
 // hold no metric values.
-func writeOutputPath(ds *report.Dataset, dir string, stderr io.Writer) error {
+func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, stderr io.Writer) error {
 	if dir == "" {
 		return nil
 	}
-	paths, err := report.WriteLMEval(dir, ds, version(), time.Now())
-	if err != nil {
-		return err
-	}
+	paths, err := report.WriteLMEval(dir, ds, opt)
 	for _, p := range paths {
 		fmt.Fprintln(stderr, "wrote", p)
+	}
+	if err != nil {
+		return err
 	}
 	for _, td := range ds.Tasks {
 		scored := false

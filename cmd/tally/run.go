@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -133,6 +134,9 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 		}
 		if seen[s.Name] {
 			return nil, fmt.Errorf("stop setting %q given twice", s.Name)
+		}
+		if strings.ContainsAny(s.Name, "/\\") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "." || s.Name == ".." {
+			return nil, fmt.Errorf("--stop %q: a setting name may not hold a path separator or a control character, or be . or ..", a)
 		}
 		seen[s.Name] = true
 		out = append(out, s)
@@ -333,8 +337,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
+		"data": f.data, "set": f.set, "skip_bad": f.skipBad, "chat": s.chat()})
 	host, _ := os.Hostname()
+	started := time.Now()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
 	if err != nil {
@@ -389,13 +394,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	ds, err := s.dataset(ctx, []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: plan, Results: res}}, f.outputPath != "", false)
+	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: plan, Results: res}}
+	ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
 	if err != nil {
 		return err
 	}
 	sum.Scores, sum.Counts = figures(ds)
 	sum.FailedSamples = generate.FailedAsZero
-	if err := writeOutputPath(ds, f.outputPath, stderr); err != nil {
+	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -683,17 +689,19 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 func newRescoreCmd() *cobra.Command {
 	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
 		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
+			started := time.Now()
 			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
 			if err != nil {
 				return fmt.Errorf("rescore: %w", err)
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			ds, err := s.dataset(ctx, []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: p, Results: res}}, f.outputPath != "", false)
+			runs := []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: p, Results: res}}
+			ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
 			if err != nil {
 				return err
 			}
-			if err := writeOutputPath(ds, f.outputPath, stderr); err != nil {
+			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
 				return err
 			}
 			if f.json {

@@ -73,8 +73,14 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
 	}
-	if err := writeOutputPath(ds, outputPath, stderr); err != nil {
-		return err
+	if outputPath != "" {
+		runs, err := st.Runs(ctx)
+		if err != nil {
+			return err
+		}
+		if err := writeOutputPath(ds, outputPath, report.LMEvalOptionsOf(runs, version()), stderr); err != nil {
+			return err
+		}
 	}
 	rows := rowsOf(ds)
 	switch format {
