@@ -97,8 +97,10 @@ type SampleData struct {
 	ID          string
 	Model       string
 	Fingerprint string
-	Prompt      string
-	Refs        json.RawMessage
+	// Chat is set when the model was prompted through its chat template.
+	Chat   bool
+	Prompt string
+	Refs   json.RawMessage
 	// Metadata is the sample's own metadata (task-specific fields).
 	Metadata json.RawMessage
 	// Doc is the dataset row the sample was made from, Target the task's
@@ -401,7 +403,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		sk := [2]string{e.SampleID, e.Fingerprint}
 		sd := tl.samples[sk]
 		if sd == nil {
-			sd = &SampleData{ID: tl.ids[id], Model: m, Fingerprint: e.Fingerprint, Index: -1, Under: map[int]*Scored{}}
+			sd = &SampleData{ID: tl.ids[id], Model: m, Chat: chat, Fingerprint: e.Fingerprint, Index: -1, Under: map[int]*Scored{}}
 			if g, ok := gens[e.GenKey]; ok {
 				sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.Text, g.Finish, g.Error, g.Imported, g.PromptTokens
 			}
@@ -510,7 +512,7 @@ func addFailures(ctx context.Context, st *store.Store, f store.Filter, full bool
 			sk := [2]string{g.SampleID, g.Fingerprint}
 			if sd == nil {
 				if sd = tl.samples[sk]; sd == nil {
-					sd = &SampleData{ID: g.SampleID, Model: m, Fingerprint: g.Fingerprint, Text: g.Text, Finish: g.Finish, Error: g.Error,
+					sd = &SampleData{ID: g.SampleID, Model: m, Chat: chat, Fingerprint: g.Fingerprint, Text: g.Text, Finish: g.Finish, Error: g.Error,
 						Imported: g.Imported, PromptTokens: g.PromptTokens, FailReason: reason, Index: -1, Under: map[int]*Scored{}}
 					tl.samples[sk] = sd
 					tl.td.Samples = append(tl.td.Samples, sd)

@@ -164,7 +164,7 @@ func addResultSamples(ctx context.Context, st *store.Store, j *generate.Job, run
 			}
 			s := it.Sample
 			meta, _ := json.Marshal(s.Metadata)
-			sd := &SampleData{ID: s.ID, Model: r.Model, Fingerprint: r.Plan.Fingerprint, Prompt: s.Prompt, Refs: s.References, Metadata: meta,
+			sd := &SampleData{ID: s.ID, Model: r.Model, Chat: r.Chat, Fingerprint: r.Plan.Fingerprint, Prompt: s.Prompt, Refs: s.References, Metadata: meta,
 				Doc: s.Doc, Target: s.Target, Index: -1, Text: g.Text, Finish: g.Finish, Error: g.Error, Imported: g.Imported,
 				PromptTokens: g.PromptTokens, FailReason: generate.FailReason(&g), Under: map[int]*Scored{}}
 			if s.Index != nil {

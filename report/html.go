@@ -78,7 +78,7 @@ func browserOf(ds *Dataset) browserData {
 				promptIdx[pk] = pi
 				d.Prompts = append(d.Prompts, sd.Prompt)
 			}
-			it := browserItem{Task: td.Task, ID: sd.ID, Model: sd.Model, Prompt: pi, Gold: string(sd.Refs), Text: sd.Text,
+			it := browserItem{Task: td.Task, ID: sd.ID, Model: ModelLabel(sd.Model, sd.Chat), Prompt: pi, Gold: string(sd.Refs), Text: sd.Text,
 				Finish: sd.Finish, Error: sd.Error, Cut: sd.Imported}
 			for ci := range td.Columns {
 				sc := sd.Under[ci]

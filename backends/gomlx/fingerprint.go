@@ -17,17 +17,24 @@ import (
 const computeDType = "float32"
 
 // Fingerprint implements backends.Backend: "gomlx:float32:sha256:<hex>",
-// the digest covering config.json, tokenizer.json and every weight file.
-// File digests are cached by (path, size, mtime) in Options.FingerprintCache.
+// the digest covering config.json, tokenizer.json and every weight file,
+// with ":chat" appended when prompts go through the chat template. File
+// digests are cached by (path, size, mtime) in Options.FingerprintCache.
 func (m *Model) Fingerprint(ctx context.Context) (string, error) {
+	chat := ""
+	if m.chatMode() {
+		// Chat and raw generations of one model are told apart by
+		// their fingerprint, as the server backends do.
+		chat = ":chat"
+	}
 	if m.fpExtra != "" {
-		return fmt.Sprintf("%s:%s:%s", m.Name(), computeDType, m.fpExtra), nil
+		return fmt.Sprintf("%s:%s:%s%s", m.Name(), computeDType, m.fpExtra, chat), nil
 	}
 	sum, err := filesDigest(ctx, m.fpFiles, fingerprintCachePath(m.opts.FingerprintCache))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s:%s:sha256:%s", m.Name(), computeDType, sum), nil
+	return fmt.Sprintf("%s:%s:sha256:%s%s", m.Name(), computeDType, sum, chat), nil
 }
 
 // fingerprintCachePath resolves the cache file; "" means none.
