@@ -237,10 +237,27 @@ func Text(w io.Writer, rows []Row, showChanged int) error {
 	return nil
 }
 
-// mdEscape escapes what would break a Markdown table cell.
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", `\n`, "\r", `\r`).Replace(s)
+// mdEscape makes text from the store (task names, paths, sample ids,
+// model output) plain text in a Markdown cell or heading: HTML is written
+// as entities (no <img onerror=…> reaches a renderer), Markdown's
+// punctuation is backslash-escaped, a "|" cannot end a table cell, and
+// line breaks show as \n.
+func mdEscape(s string) string { return mdReplacer.Replace(s) }
+
+var mdReplacer = strings.NewReplacer(
+	"&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;",
+	"\\", "\\\\", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]", "~", "\\~",
+	"\n", "\\n", "\r", "\\r",
+)
+
+// mdCode is text from the store as inline code in a Markdown cell: a
+// <code> element whose content is HTML-escaped (a backtick in it cannot
+// end it, a "|" cannot end the cell), with line breaks shown as \n.
+func mdCode(s string) string {
+	return "<code>" + mdCodeReplacer.Replace(s) + "</code>"
 }
+
+var mdCodeReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;", "\n", "\\n", "\r", "\\r")
 
 // Markdown writes the rows as a Markdown document with a title.
 func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
@@ -249,9 +266,9 @@ func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
 		mean, ci, diff, dci := r.cells()
 		against := ""
 		if r.Against != "" {
-			against = "`" + mdEscape(r.Against) + "`"
+			against = mdCode(r.Against)
 		}
-		fmt.Fprintf(w, "| %s | %s | `%s` | %d | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting), r.N, r.Failed, mean, ci, diff, dci, against, len(r.Changed))
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdCode(r.Setting), r.N, r.Failed, mean, ci, diff, dci, against, len(r.Changed))
 	}
 	if anyFailed(rows) {
 		fmt.Fprintf(w, "\n%s.\n\n", FailedNote)
@@ -268,13 +285,13 @@ func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
 		if len(r.Changed) == 0 || showChanged <= 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n## %s %s: changed under `%s`\n\n| sample | first | this | first prediction | this prediction |\n|---|---|---|---|---|\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting))
+		fmt.Fprintf(w, "\n## %s %s: changed under %s\n\n| sample | first | this | first prediction | this prediction |\n|---|---|---|---|---|\n", mdEscape(r.Task), mdEscape(r.Metric), mdCode(r.Setting))
 		for i, c := range r.Changed {
 			if i == showChanged {
 				fmt.Fprintf(w, "\n… %d more.\n", len(r.Changed)-i)
 				break
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | `%s` | `%s` |\n", mdEscape(c.SampleID), num("%.4g", c.First), num("%.4g", c.This), mdEscape(c.FirstPrediction), mdEscape(c.ThisPrediction))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", mdEscape(c.SampleID), num("%.4g", c.First), num("%.4g", c.This), mdCode(c.FirstPrediction), mdCode(c.ThisPrediction))
 		}
 	}
 	return nil
