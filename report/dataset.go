@@ -167,7 +167,16 @@ type LoadOptions struct {
 
 // LoadWith is Load or LoadSummary with options.
 func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions) (*Dataset, error) {
-	return load(ctx, st, f, !opt.Summary, opt.Fix)
+	return load(ctx, st, f, !opt.Summary, opt.Fix, nil)
+}
+
+// LoadEach is Load one task at a time: each task is handed to fn with its
+// samples, which are then dropped, so that a report of a large store
+// holds one task's prompts and continuations at a time (the figures of
+// every task, and the generations' text, stay read). The Dataset returned
+// has every task's figures but no samples.
+func LoadEach(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, fn func(*TaskData) error) (*Dataset, error) {
+	return load(ctx, st, f, true, opt.Fix, fn)
 }
 
 // series is one (column, metric)'s stored scores in the order read, in
@@ -178,11 +187,14 @@ type series struct {
 }
 
 // point is one stored score: the sample (an index into its task's ids),
-// the value and the prediction.
+// the value and the prediction, and (when samples are read) the
+// generation it scored (an index into the load's generation keys; -1:
+// none).
 type point struct {
 	idx  int32
 	val  float64
 	pred string
+	gen  int32
 }
 
 const chunkBits = 12
@@ -208,13 +220,11 @@ type taskLoad struct {
 	series  map[[2]int]*series // by (column, metric) index
 	fails   map[int]map[int32]string
 	budgets map[int]bool
-	samples map[[2]string]*SampleData
 }
 
 func newTaskLoad(task string) *taskLoad {
 	return &taskLoad{td: &TaskData{Task: task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
-		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{},
-		samples: map[[2]string]*SampleData{}}
+		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{}}
 }
 
 // sampleIndex returns the index of a sample id in the task's ids, adding
@@ -266,7 +276,7 @@ func (tl *taskLoad) seriesOf(ci, mi int) *series {
 // addFailed counts sample idx as failed (value 0 under every metric)
 // under column ci, unless the column already has a value for it (a score
 // from another generation of the sample wins).
-func (tl *taskLoad) addFailed(ci int, idx int32, reason string, has func(ci int, idx int32) bool) bool {
+func (tl *taskLoad) addFailed(ci int, idx int32, reason string, gen int32, has func(ci int, idx int32) bool) bool {
 	if has(ci, idx) {
 		return false
 	}
@@ -275,7 +285,7 @@ func (tl *taskLoad) addFailed(ci int, idx int32, reason string, has func(ci int,
 	}
 	tl.fails[ci][idx] = reason
 	for _, m := range failedMetrics(tl.td.Metrics) {
-		tl.seriesOf(ci, tl.metric(m)).add(point{idx: idx})
+		tl.seriesOf(ci, tl.metric(m)).add(point{idx: idx, gen: gen})
 	}
 	return true
 }
@@ -319,16 +329,11 @@ func recordedSettings(stops json.RawMessage) []generate.StopSetting {
 	return rec.Settings
 }
 
-func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
+func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error),
+	each func(*TaskData) error) (*Dataset, error) {
 	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
-	}
-	var gens map[string]store.Generation
-	if full {
-		if gens, err = st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
-			return nil, err
-		}
 	}
 	ds := &Dataset{}
 	byTask := map[string]*taskLoad{}
@@ -340,6 +345,26 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 			ds.Tasks = append(ds.Tasks, tl.td)
 		}
 		return tl
+	}
+	// genKeys are the generation keys points refer to (full loads only).
+	var genKeys []string
+	genIdx := map[string]int32{}
+	lastKey, lastGen := "", int32(-1)
+	genOf := func(key string) int32 {
+		if !full {
+			return -1
+		}
+		if key == lastKey && lastGen >= 0 {
+			return lastGen
+		}
+		g, ok := genIdx[key]
+		if !ok {
+			g = int32(len(genKeys))
+			genIdx[key] = g
+			genKeys = append(genKeys, key)
+		}
+		lastKey, lastGen = key, g
+		return g
 	}
 	var tl *taskLoad
 	// slots caches, per fingerprint and store cell, the column, metric and
@@ -363,95 +388,62 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.Fingerprint != lastFP || slots == nil {
 			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint
 		}
+		var sl *slot
 		if e.Cell < len(slots) && slots[e.Cell] != nil {
-			sl := slots[e.Cell]
-			if !full {
-				if sl.tl != tl {
-					tl, lastIdx = sl.tl, -1
-				}
-				if e.SampleID != lastID || lastIdx < 0 {
-					lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
-				}
-				sl.sr.add(point{lastIdx, e.Value, e.Prediction})
-				return nil
+			sl = slots[e.Cell]
+			if sl.tl != tl {
+				tl, lastIdx = sl.tl, -1
 			}
+		} else {
+			if tl == nil || tl.td.Task != e.Task {
+				lastIdx = -1
+				tl = taskOf(e.Task)
+			}
+			m, chat := modelName(names, e.Fingerprint)
+			ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
+			mi := tl.metric(e.Metric)
+			for len(slots) <= e.Cell {
+				slots = append(slots, nil)
+			}
+			sl = &slot{tl, ci, mi, tl.seriesOf(ci, mi)}
+			slots[e.Cell] = sl
+			slotsOf[e.Fingerprint] = slots
 		}
-		if tl == nil || tl.td.Task != e.Task {
-			lastIdx = -1
-			tl = taskOf(e.Task)
-		}
-		td := tl.td
-		m, chat := modelName(names, e.Fingerprint)
-		ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
-		mi := tl.metric(e.Metric)
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		id := lastIdx
-		sr := tl.seriesOf(ci, mi)
-		for len(slots) <= e.Cell {
-			slots = append(slots, nil)
-		}
-		if slots[e.Cell] == nil {
-			slots[e.Cell] = &slot{tl, ci, mi, sr}
-			slotsOf[e.Fingerprint] = slots
-		}
-		sr.add(point{id, e.Value, e.Prediction})
-		if !full {
-			return nil
-		}
-		sk := [2]string{e.SampleID, e.Fingerprint}
-		sd := tl.samples[sk]
-		if sd == nil {
-			sd = &SampleData{ID: tl.ids[id], Model: m, Chat: chat, Fingerprint: e.Fingerprint, Index: -1, Under: map[int]*Scored{}}
-			if g, ok := gens[e.GenKey]; ok {
-				sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.Text, g.Finish, g.Error, g.Imported, g.PromptTokens
-			}
-			tl.samples[sk] = sd
-			td.Samples = append(td.Samples, sd)
-		}
-		sc := sd.Under[ci]
-		if sc == nil {
-			sc = &Scored{Prediction: e.Prediction, Values: map[string]float64{}, Cut: -1}
-			if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok && !sd.Imported {
-				sc.Cut, sc.Seq = m.Offset, m.Seq
-			}
-			sd.Under[ci] = sc
-		}
-		sc.Values[e.Metric] = e.Value
+		sl.sr.add(point{lastIdx, e.Value, e.Prediction, genOf(e.GenKey)})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := addFailures(ctx, st, f, full, gens, names, taskOf); err != nil {
+	var gens map[string]store.Generation
+	if full {
+		if gens, err = st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
+			return nil, err
+		}
+	}
+	if err := addFailures(ctx, st, f, gens, names, taskOf, genOf); err != nil {
 		return nil, err
 	}
+	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	for _, td := range ds.Tasks {
 		tl := byTask[td.Task]
-		if full {
-			samples, err := st.Samples(ctx, td.Task)
-			if err != nil {
+		finishStoreTask(tl)
+		if !full {
+			continue
+		}
+		if err := readSamples(ctx, st, tl, gens, genKeys); err != nil {
+			return nil, err
+		}
+		if each != nil {
+			if err := each(td); err != nil {
 				return nil, err
 			}
-			td.Total = len(samples)
-			rank := storedRanks(samples)
-			for _, sd := range td.Samples {
-				if s, ok := samples[sd.ID]; ok {
-					sd.Prompt, sd.Refs = s.Prompt, s.Refs
-					sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
-					if sd.Index < 0 {
-						sd.Index = rank[sd.ID]
-					}
-				}
-			}
-			slices.SortFunc(td.Samples, func(a, b *SampleData) int {
-				return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Fingerprint, b.Fingerprint))
-			})
+			td.Samples = nil
 		}
-		finishStoreTask(tl)
 	}
-	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	return ds, nil
 }
 
@@ -461,11 +453,11 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 // setting and no budget), or, when none of the task was scored, the stop
 // settings its record names at its budget. A failed generation of a
 // sample that another generation scored under a column is not counted
-// there.
-func addFailures(ctx context.Context, st *store.Store, f store.Filter, full bool, gens map[string]store.Generation,
-	names map[string]modelInfo, taskOf func(string) *taskLoad) error {
+// there. gens, when read, are every generation the filter selects.
+func addFailures(ctx context.Context, st *store.Store, f store.Filter, gens map[string]store.Generation,
+	names map[string]modelInfo, taskOf func(string) *taskLoad, genOf func(string) int32) error {
 	var failed []store.Generation
-	if full {
+	if gens != nil {
 		for _, g := range gens {
 			if generate.FailReason(&g) != "" {
 				failed = append(failed, g)
@@ -495,8 +487,8 @@ func addFailures(ctx context.Context, st *store.Store, f store.Filter, full bool
 				cols = append(cols, ci)
 			}
 		}
-		m, chat := modelName(names, g.Fingerprint)
 		if len(cols) == 0 {
+			m, chat := modelName(names, g.Fingerprint)
 			for _, set := range recordedSettings(g.Stops) {
 				if wanted(set.Name) {
 					cols = append(cols, tl.column(Column{Model: m, Fingerprint: g.Fingerprint, Chat: chat, Setting: set.Name, SettingKey: set.Key(), Budget: g.Budget}))
@@ -504,27 +496,75 @@ func addFailures(ctx context.Context, st *store.Store, f store.Filter, full bool
 			}
 		}
 		idx := tl.sampleIndex(g.SampleID)
-		var sd *SampleData
 		for _, ci := range cols {
-			if !tl.addFailed(ci, idx, reason, presence[tl]) || !full {
-				continue
-			}
-			sk := [2]string{g.SampleID, g.Fingerprint}
-			if sd == nil {
-				if sd = tl.samples[sk]; sd == nil {
-					sd = &SampleData{ID: g.SampleID, Model: m, Chat: chat, Fingerprint: g.Fingerprint, Text: g.Text, Finish: g.Finish, Error: g.Error,
-						Imported: g.Imported, PromptTokens: g.PromptTokens, FailReason: reason, Index: -1, Under: map[int]*Scored{}}
-					tl.samples[sk] = sd
-					tl.td.Samples = append(tl.td.Samples, sd)
-				}
-			}
-			vals := map[string]float64{}
-			for _, m := range failedMetrics(tl.td.Metrics) {
-				vals[m] = 0
-			}
-			sd.Under[ci] = &Scored{Values: vals, Cut: -1, Failed: reason}
+			tl.addFailed(ci, idx, reason, genOf(g.Key), presence[tl])
 		}
 	}
+	return nil
+}
+
+// readSamples builds a task's samples (one per sample and model) from its
+// series: each column's prediction and values, the generation's text and
+// how it ended, and the stored sample's prompt, references, metadata and
+// data row.
+func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens map[string]store.Generation, genKeys []string) error {
+	td := tl.td
+	stored, err := st.Samples(ctx, td.Task)
+	if err != nil {
+		return err
+	}
+	td.Total = len(stored)
+	type key struct {
+		idx int32
+		fp  string
+	}
+	bySample := map[key]*SampleData{}
+	for k, sr := range tl.series {
+		ci, m := k[0], td.Metrics[k[1]]
+		c := td.Columns[ci]
+		for _, ch := range sr.chunks {
+			for _, p := range ch {
+				sd := bySample[key{p.idx, c.Fingerprint}]
+				if sd == nil {
+					sd = &SampleData{ID: tl.ids[p.idx], Model: c.Model, Chat: c.Chat, Fingerprint: c.Fingerprint, Index: -1, Under: map[int]*Scored{}}
+					bySample[key{p.idx, c.Fingerprint}] = sd
+					td.Samples = append(td.Samples, sd)
+				}
+				if sd.Finish == "" && p.gen >= 0 {
+					if g, ok := gens[genKeys[p.gen]]; ok {
+						sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.Text, g.Finish, g.Error, g.Imported, g.PromptTokens
+						sd.FailReason = generate.FailReason(&g)
+					}
+				}
+				sc := sd.Under[ci]
+				if sc == nil {
+					sc = &Scored{Prediction: p.pred, Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
+					sd.Under[ci] = sc
+				}
+				sc.Values[m] = p.val
+			}
+		}
+	}
+	rank := storedRanks(stored)
+	for _, sd := range td.Samples {
+		for ci, sc := range sd.Under {
+			if sc.Failed == "" && !sd.Imported {
+				if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok {
+					sc.Cut, sc.Seq = m.Offset, m.Seq
+				}
+			}
+		}
+		if s, ok := stored[sd.ID]; ok {
+			sd.Prompt, sd.Refs = s.Prompt, s.Refs
+			sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+			if sd.Index < 0 {
+				sd.Index = rank[sd.ID]
+			}
+		}
+	}
+	slices.SortFunc(td.Samples, func(a, b *SampleData) int {
+		return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
 	return nil
 }
 
@@ -571,13 +611,6 @@ func finishStoreTask(tl *taskLoad) {
 		}
 	}
 	td.Columns = cols
-	for _, sd := range td.Samples {
-		under := make(map[int]*Scored, len(sd.Under))
-		for oi, sc := range sd.Under {
-			under[newIdx[oi]] = sc
-		}
-		sd.Under = under
-	}
 	ser := make(map[[2]int]*series, len(tl.series))
 	for k, sr := range tl.series {
 		ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
@@ -586,6 +619,7 @@ func finishStoreTask(tl *taskLoad) {
 	for ci, m := range tl.fails {
 		fails[newIdx[ci]] = m
 	}
+	tl.series, tl.fails = ser, fails
 	td.Rows = summarise(figures{td: td, ids: tl.ids, ser: ser, fails: fails, base: base})
 }
 

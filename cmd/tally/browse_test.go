@@ -64,7 +64,7 @@ func TestStoreAlone(t *testing.T) {
 	}
 
 	page := tallyOut(t, "report", "--store", db, "--format", "html")
-	if !strings.Contains(page, `<svg class="chart means"`) || !strings.Contains(page, `data-z="`) {
+	if !strings.Contains(page, `<svg class="chart means"`) || !strings.Contains(page, `<script type="application/octet-stream" id="c0">`) {
 		t.Errorf("html report lacks charts or samples")
 	}
 	orig := tallyOut(t, "report", "--store", db, "--format", "json", "--output-path", out)

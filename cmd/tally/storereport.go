@@ -63,13 +63,19 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if err != nil {
 		return err
 	}
-	opt := report.LoadOptions{Summary: format != "html" && outputPath == "", Fix: rs.Fix}
-	ds, err := report.LoadWith(ctx, st, filter, opt)
+	title := "tally report: " + f.storePath
+	var ds *report.Dataset
+	if format == "html" && outputPath == "" {
+		// The page is written task by task, never holding the store.
+		ds, err = report.WriteHTMLStore(ctx, stdout, st, filter, title, report.LoadOptions{Fix: rs.Fix})
+	} else {
+		ds, err = report.LoadWith(ctx, st, filter, report.LoadOptions{Summary: outputPath == "", Fix: rs.Fix})
+	}
 	if err != nil {
 		return err
 	}
 	noteChecked(stderr, rs)
-	ds.Title = "tally report: " + f.storePath
+	ds.Title = title
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
 	}
@@ -89,6 +95,9 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	case "markdown", "md":
 		return report.Markdown(stdout, ds.Title, rows, showChanged)
 	case "html":
+		if outputPath == "" {
+			return nil // written above
+		}
 		return report.WriteHTML(stdout, ds)
 	}
 	return report.Text(stdout, rows, showChanged)
