@@ -1,14 +1,16 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"tally/datasets"
 	"tally/generate"
 	"tally/store"
 )
@@ -174,7 +176,8 @@ func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOpti
 // samples, which are then dropped, so that a report of a large store
 // holds one task's prompts and continuations at a time (the figures of
 // every task, and the generations' text, stay read). The Dataset returned
-// has every task's figures but no samples.
+// has every task's figures, but no samples and no lists of changed
+// samples (they were fn's to show).
 func LoadEach(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, fn func(*TaskData) error) (*Dataset, error) {
 	return load(ctx, st, f, true, opt.Fix, fn)
 }
@@ -192,19 +195,28 @@ type series struct {
 // none).
 type point struct {
 	idx  int32
+	gen  int32
 	val  float64
 	pred string
-	gen  int32
 }
 
 const chunkBits = 12
 
+// add appends a point. A chunk grows as a slice does (so that a short
+// series holds little spare room) up to 1<<chunkBits points, then the
+// next one starts.
 func (s *series) add(p point) {
 	if s.n&(1<<chunkBits-1) == 0 {
-		s.chunks = append(s.chunks, make([]point, 0, 1<<chunkBits))
+		s.chunks = append(s.chunks, nil)
 	}
 	last := len(s.chunks) - 1
-	s.chunks[last] = append(s.chunks[last], p)
+	c := s.chunks[last]
+	if len(c) == cap(c) {
+		grown := make([]point, len(c), min(max(2*cap(c), 64), 1<<chunkBits))
+		copy(grown, c)
+		c = grown
+	}
+	s.chunks[last] = append(c, p)
 	s.n++
 }
 
@@ -346,9 +358,9 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		}
 		return tl
 	}
-	// genKeys are the generation keys points refer to (full loads only).
-	var genKeys []string
-	genIdx := map[string]int32{}
+	// genIdx numbers the generations points refer to (full loads only),
+	// by their keys as 32 bytes (a map the collector need not scan).
+	genIdx := map[[32]byte]int32{}
 	lastKey, lastGen := "", int32(-1)
 	genOf := func(key string) int32 {
 		if !full {
@@ -357,11 +369,11 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if key == lastKey && lastGen >= 0 {
 			return lastGen
 		}
-		g, ok := genIdx[key]
+		k := keyBytes(key)
+		g, ok := genIdx[k]
 		if !ok {
-			g = int32(len(genKeys))
-			genIdx[key] = g
-			genKeys = append(genKeys, key)
+			g = int32(len(genIdx))
+			genIdx[k] = g
 		}
 		lastKey, lastGen = key, g
 		return g
@@ -376,8 +388,30 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	}
 	slotsOf := map[string][]*slot{}
 	var slots []*slot
-	lastFP := ""
+	lastFP, lastPred := "", ""
 	lastID, lastIdx := "", int32(-1)
+	// A full load reads the generations (what the samples show of each,
+	// and the failed ones, which have no scores) beside the scores.
+	type genRead struct {
+		byKey  map[[32]byte]genInfo
+		failed []store.Generation
+		err    error
+	}
+	genDone := make(chan genRead, 1)
+	if full {
+		go func() {
+			r := genRead{byKey: map[[32]byte]genInfo{}}
+			r.err = st.EachGeneration(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}, func(g store.Generation) error {
+				if generate.FailReason(&g) != "" {
+					g.Text = ""
+					r.failed = append(r.failed, g)
+				}
+				r.byKey[keyBytes(g.Key)] = infoOf(&g)
+				return nil
+			})
+			genDone <- r
+		}()
+	}
 	err = st.EachEntry(ctx, f, func(e store.Entry) error {
 		if fix != nil {
 			var keep bool
@@ -412,63 +446,87 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		sl.sr.add(point{lastIdx, e.Value, e.Prediction, genOf(e.GenKey)})
+		// A prediction is scored by several metrics in a row: one copy.
+		if e.Prediction == lastPred {
+			e.Prediction = lastPred
+		}
+		lastPred = e.Prediction
+		sl.sr.add(point{lastIdx, genOf(e.GenKey), e.Value, e.Prediction})
 		return nil
 	})
+	var gens []genInfo
+	var failed []store.Generation
+	if full {
+		r := <-genDone // also when the scan failed: the reader has ended
+		if err == nil {
+			err = r.err
+		}
+		gens = make([]genInfo, len(genIdx))
+		for k, i := range genIdx {
+			gens[i] = r.byKey[k]
+		}
+		failed = r.failed
+	} else if err == nil {
+		failed, err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
+	}
 	if err != nil {
 		return nil, err
 	}
-	var gens map[string]store.Generation
-	if full {
-		if gens, err = st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
-			return nil, err
+	addFailures(f, failed, names, taskOf, func(g *store.Generation) int32 {
+		if !full {
+			return -1
 		}
-	}
-	if err := addFailures(ctx, st, f, gens, names, taskOf, genOf); err != nil {
-		return nil, err
-	}
+		i := genOf(g.Key)
+		if int(i) == len(gens) {
+			gens = append(gens, infoOf(g))
+		}
+		return i
+	})
 	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
+	if each != nil {
+		return ds, eachTask(ctx, st, ds, byTask, gens, each)
+	}
 	for _, td := range ds.Tasks {
 		tl := byTask[td.Task]
 		finishStoreTask(tl)
-		if !full {
-			continue
-		}
-		if err := readSamples(ctx, st, tl, gens, genKeys); err != nil {
-			return nil, err
-		}
-		if each != nil {
-			if err := each(td); err != nil {
+		if full {
+			if err := readSamples(ctx, st, tl, gens, false); err != nil {
 				return nil, err
 			}
-			td.Samples = nil
 		}
 	}
 	return ds, nil
 }
 
-// addFailures counts every failed generation the filter selects as a
-// failed sample (value 0 under every metric) under the columns of its
-// model and task: every stored column (a failed generation answers no
-// setting and no budget), or, when none of the task was scored, the stop
-// settings its record names at its budget. A failed generation of a
-// sample that another generation scored under a column is not counted
-// there. gens, when read, are every generation the filter selects.
-func addFailures(ctx context.Context, st *store.Store, f store.Filter, gens map[string]store.Generation,
-	names map[string]modelInfo, taskOf func(string) *taskLoad, genOf func(string) int32) error {
-	var failed []store.Generation
-	if gens != nil {
-		for _, g := range gens {
-			if generate.FailReason(&g) != "" {
-				failed = append(failed, g)
-			}
-		}
-	} else {
-		var err error
-		if failed, err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
+// eachTask hands each task, with its samples, to fn in order; once fn is
+// done with a task, its samples, what they were read from and its lists of
+// changed samples go.
+func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens []genInfo, fn func(*TaskData) error) error {
+	for _, td := range ds.Tasks {
+		tl := byTask[td.Task]
+		finishStoreTask(tl)
+		if err := readSamples(ctx, st, tl, gens, true); err != nil {
 			return err
 		}
+		if err := fn(td); err != nil {
+			return err
+		}
+		td.Samples, tl.series = nil, nil
+		for i := range td.Rows {
+			td.Rows[i].Changed = nil
+		}
 	}
+	return nil
+}
+
+// addFailures counts every failed generation (failed) as a failed sample
+// (value 0 under every metric) under the columns of its model and task:
+// every stored column (a failed generation answers no setting and no
+// budget), or, when none of the task was scored, the stop settings its
+// record names at its budget. A failed generation of a sample that
+// another generation scored under a column is not counted there.
+func addFailures(f store.Filter, failed []store.Generation, names map[string]modelInfo, taskOf func(string) *taskLoad,
+	genOf func(*store.Generation) int32) {
 	slices.SortFunc(failed, func(a, b store.Generation) int {
 		return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Fingerprint, b.Fingerprint), compareIDs(a.SampleID, b.SampleID), cmp.Compare(a.Key, b.Key))
 	})
@@ -496,18 +554,54 @@ func addFailures(ctx context.Context, st *store.Store, f store.Filter, gens map[
 			}
 		}
 		idx := tl.sampleIndex(g.SampleID)
+		gen := genOf(g)
 		for _, ci := range cols {
-			tl.addFailed(ci, idx, reason, genOf(g.Key), presence[tl])
+			tl.addFailed(ci, idx, reason, gen, presence[tl])
 		}
 	}
-	return nil
+}
+
+// genInfo is what a sample shows of its generation.
+type genInfo struct {
+	text, finish, err string
+	imported          bool
+	promptTokens      int32
+}
+
+func infoOf(g *store.Generation) genInfo {
+	finish := g.Finish
+	switch finish { // one copy of each common reason
+	case "eos":
+		finish = "eos"
+	case "stop":
+		finish = "stop"
+	case "length":
+		finish = "length"
+	case "context":
+		finish = "context"
+	case "error":
+		finish = "error"
+	}
+	return genInfo{g.Text, finish, g.Error, g.Imported, int32(g.PromptTokens)}
+}
+
+// keyBytes is a generation key as 32 bytes: the SHA-256 a key spells in
+// hexadecimal (as generate.Key makes them), else the SHA-256 of the key.
+func keyBytes(key string) [32]byte {
+	var k [32]byte
+	if len(key) == 64 {
+		if _, err := hex.Decode(k[:], []byte(key)); err == nil {
+			return k
+		}
+	}
+	return sha256.Sum256([]byte(key))
 }
 
 // readSamples builds a task's samples (one per sample and model) from its
 // series: each column's prediction and values, the generation's text and
 // how it ended, and the stored sample's prompt, references, metadata and
 // data row.
-func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens map[string]store.Generation, genKeys []string) error {
+func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genInfo, dropGens bool) error {
 	td := tl.td
 	stored, err := st.Samples(ctx, td.Task)
 	if err != nil {
@@ -530,10 +624,12 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens map[st
 					bySample[key{p.idx, c.Fingerprint}] = sd
 					td.Samples = append(td.Samples, sd)
 				}
-				if sd.Finish == "" && p.gen >= 0 {
-					if g, ok := gens[genKeys[p.gen]]; ok {
-						sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.Text, g.Finish, g.Error, g.Imported, g.PromptTokens
-						sd.FailReason = generate.FailReason(&g)
+				if sd.Finish == "" && p.gen >= 0 && int(p.gen) < len(gens) {
+					g := &gens[p.gen]
+					sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.text, g.finish, g.err, g.imported, int(g.promptTokens)
+					sd.FailReason = generate.FailReason(&store.Generation{Finish: g.finish, Error: g.err, PromptTokens: int(g.promptTokens)})
+					if dropGens {
+						*g = genInfo{} // a generation is one task's: the sample holds it now
 					}
 				}
 				sc := sd.Under[ci]
@@ -693,16 +789,27 @@ func storedRanks(samples map[string]store.Sample) map[string]int {
 
 // storedSample reads what a stored sample's metadata column holds
 // (datasets.Stored): the sample's metadata, and its data row, rendered
-// target and index when they were stored (index -1: unknown).
+// target and index when they were stored (index -1: unknown). Metadata
+// stored in another form (a bare object) is the sample's metadata whole.
 func storedSample(raw json.RawMessage) (meta, doc json.RawMessage, target *string, index int) {
-	st, err := datasets.ParseStored(raw)
-	if err != nil {
+	var st struct {
+		Metadata json.RawMessage `json:"metadata"`
+		ShareKey string          `json:"share_key"`
+		Index    *int            `json:"index"`
+		Doc      json.RawMessage `json:"doc"`
+		Target   *string         `json:"target"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
 		return raw, nil, nil, -1
 	}
-	meta, _ = json.Marshal(st.Metadata)
 	index = -1
 	if st.Index != nil {
 		index = *st.Index
 	}
-	return meta, st.Doc, st.Target, index
+	if len(st.Metadata) == 0 {
+		st.Metadata = json.RawMessage("null")
+	}
+	return st.Metadata, st.Doc, st.Target, index
 }

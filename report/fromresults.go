@@ -89,7 +89,7 @@ func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, run
 				for mi, m := range td.Metrics {
 					for _, x := range r.Results[j.Task][set.Name][m] {
 						idx := tl.sampleIndex(x.SampleID)
-						tl.seriesOf(ci, mi).add(point{idx, x.Value, x.Prediction, -1})
+						tl.seriesOf(ci, mi).add(point{idx, -1, x.Value, x.Prediction})
 						if x.Failed != "" {
 							if tl.fails[ci] == nil {
 								tl.fails[ci] = map[int32]string{}

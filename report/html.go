@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -39,11 +40,19 @@ type browserIndex struct {
 	Columns map[string][]string `json:"cols"`
 	Metrics map[string][]string `json:"metrics"`
 	Models  []string            `json:"models"`
-	// Items are [task, id, model, flags, changed, chunk, position]: flags
-	// bit 0 is set for a failed sample; changed has bit i set when metric
-	// i of the task differs between the item's settings.
-	Items  [][7]any `json:"items"`
-	Chunks int      `json:"chunks"`
+	// The items, one entry each in these parallel arrays: the task (an
+	// index into Tasks), the sample id, the model (an index into Models),
+	// flags (bit 0: the sample failed), changed (bit i set when metric i
+	// of the task differs between the item's settings), and where the
+	// item is (chunk, position in it).
+	Task     []int32  `json:"t"`
+	ID       []string `json:"id"`
+	Model    []int32  `json:"m"`
+	Flags    []int32  `json:"f"`
+	Changed  []int32  `json:"ch"`
+	Chunk    []int32  `json:"c"`
+	Position []int32  `json:"p"`
+	Chunks   int      `json:"chunks"`
 }
 
 // browserItem is one (sample, model) of the browser, in a chunk.
@@ -122,12 +131,21 @@ type pageBuilder struct {
 	models  map[string]int
 	cur     browserChunk
 	prompts map[string]int
+	// queued is the number of chunks queued (that of the chunk being
+	// filled).
+	queued int
 
 	mu     sync.Mutex
-	chunks []string
-	err    error
-	wg     sync.WaitGroup
-	sem    chan struct{}
+	chunks [][]byte // gzip, until spilled
+	// spill holds the chunks written so far, in order (a temporary file:
+	// the page's data need not be held until the page is written);
+	// spans are their offsets and lengths in it.
+	spill   *os.File
+	spans   [][2]int64
+	spilled int
+	err     error
+	wg      sync.WaitGroup
+	sem     chan struct{}
 }
 
 func newPageBuilder(title string) *pageBuilder {
@@ -168,14 +186,15 @@ func (b *pageBuilder) addTask(td *TaskData) {
 			Cut: sd.Imported}
 		changed := 0
 		for mi, m := range td.Metrics {
-			seen := map[float64]bool{}
+			first, seen := 0.0, false
 			for _, sc := range sd.Under {
 				if v, ok := sc.Values[m]; ok {
-					seen[v] = true
+					if seen && v != first && mi < 31 {
+						changed |= 1 << mi
+						break
+					}
+					first, seen = v, true
 				}
-			}
-			if len(seen) > 1 && mi < 31 {
-				changed |= 1 << mi
 			}
 		}
 		for ci := range td.Columns {
@@ -195,20 +214,14 @@ func (b *pageBuilder) addTask(td *TaskData) {
 		if sd.Failed() {
 			flags |= 1
 		}
-		b.index.Items = append(b.index.Items, [7]any{ti, sd.ID, mi, flags, changed, len(b.chunksQueued()), len(b.cur.Items)})
+		x := &b.index
+		x.Task, x.ID, x.Model, x.Flags = append(x.Task, int32(ti)), append(x.ID, sd.ID), append(x.Model, int32(mi)), append(x.Flags, int32(flags))
+		x.Changed, x.Chunk, x.Position = append(x.Changed, int32(changed)), append(x.Chunk, int32(b.queued)), append(x.Position, int32(len(b.cur.Items)))
 		b.cur.Items = append(b.cur.Items, it)
 		if len(b.cur.Items) == chunkItems {
 			b.flush()
 		}
 	}
-}
-
-// chunksQueued is the chunk slice as far as queued (its length is the
-// number of the chunk being filled).
-func (b *pageBuilder) chunksQueued() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.chunks
 }
 
 // flush queues the chunk being filled for encoding.
@@ -218,38 +231,82 @@ func (b *pageBuilder) flush() {
 	}
 	c := b.cur
 	b.cur, b.prompts = browserChunk{}, map[string]int{}
+	n := b.queued
+	b.queued++
 	b.mu.Lock()
-	n := len(b.chunks)
-	b.chunks = append(b.chunks, "")
+	b.chunks = append(b.chunks, nil)
 	b.mu.Unlock()
 	b.sem <- struct{}{}
 	b.wg.Add(1)
 	go func() {
 		defer func() { <-b.sem; b.wg.Done() }()
-		s, err := pack(c)
+		z, err := gzipJSON(c)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		b.chunks[n] = s
+		b.chunks[n] = z
+		if err == nil {
+			err = b.spillReady()
+		}
 		if err != nil && b.err == nil {
 			b.err = err
 		}
 	}()
 }
 
+// spillReady writes the chunks that are ready, in order, to the spill
+// file and lets them go. The caller holds mu.
+func (b *pageBuilder) spillReady() error {
+	if b.spill == nil {
+		f, err := os.CreateTemp("", "tally-report-*.data")
+		if err != nil {
+			return fmt.Errorf("write HTML report: %w", err)
+		}
+		os.Remove(f.Name()) // gone when closed
+		b.spill = f
+	}
+	for b.spilled < len(b.chunks) && b.chunks[b.spilled] != nil {
+		z := b.chunks[b.spilled]
+		off, _ := b.spill.Seek(0, io.SeekCurrent)
+		if _, err := b.spill.Write(z); err != nil {
+			return fmt.Errorf("write HTML report: %w", err)
+		}
+		b.spans = append(b.spans, [2]int64{off, int64(len(z))})
+		b.chunks[b.spilled] = nil
+		b.spilled++
+	}
+	return nil
+}
+
 // pack gzips and base64-encodes a value's JSON: the page decodes it with
 // the browser's DecompressionStream. Base64 holds no character that could
 // end the script element, whatever the outputs contain.
 func pack(v any) (string, error) {
+	z, err := gzipJSON(v)
+	return base64.StdEncoding.EncodeToString(z), err
+}
+
+// gzipJSON is a value's JSON, gzipped.
+func gzipJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
 	if err := json.NewEncoder(zw).Encode(v); err != nil {
-		return "", fmt.Errorf("encode samples: %w", err)
+		return nil, fmt.Errorf("encode samples: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+	return bytes.Clone(buf.Bytes()), nil // without the buffer's spare room
 }
+
+// gzipWriters are reused: each holds about a megabyte of compression
+// state, which a page of thousands of chunks would otherwise allocate
+// thousands of times.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
 
 // write writes the page.
 func (b *pageBuilder) write(w io.Writer) error {
@@ -258,27 +315,47 @@ func (b *pageBuilder) write(w io.Writer) error {
 	if b.err != nil {
 		return b.err
 	}
-	b.index.Chunks = len(b.chunks)
+	b.index.Chunks = len(b.spans)
 	index, err := pack(b.index)
 	if err != nil {
 		return err
 	}
-	// Base64 holds none of < > & ' ": the data is written as it is.
-	chunks := make([]template.HTML, len(b.chunks))
-	for i, c := range b.chunks {
-		chunks[i] = template.HTML(c)
+	if b.spill != nil {
+		defer b.spill.Close()
+	}
+	// Base64 holds none of < > & ' ": the data is written as it is, each
+	// chunk read back and encoded as the template reaches it.
+	chunks := make([]spilledChunk, len(b.spans))
+	for i, sp := range b.spans {
+		chunks[i] = spilledChunk{b.spill, sp[0], sp[1]}
 	}
 	data := struct {
 		Title   string
 		Tasks   []htmlTask
 		Samples int
 		Index   template.HTML
-		Chunks  []template.HTML
+		Chunks  []spilledChunk
 	}{b.title, b.tasks, b.samples, template.HTML(index), chunks}
 	if err := htmlReport.Execute(w, data); err != nil {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
 	return nil
+}
+
+// spilledChunk is a chunk's gzip data in the spill file, which the page
+// template writes as base64 (which holds none of < > & ' ").
+type spilledChunk struct {
+	f        *os.File
+	off, len int64
+}
+
+// HTML reads the chunk back and returns it as base64.
+func (c spilledChunk) HTML() (template.HTML, error) {
+	z := make([]byte, c.len)
+	if _, err := c.f.ReadAt(z, c.off); err != nil {
+		return "", fmt.Errorf("write HTML report: read back samples: %w", err)
+	}
+	return template.HTML(base64.StdEncoding.EncodeToString(z)), nil
 }
 
 // WriteHTML writes the store-wide HTML report of a fully loaded Dataset.
@@ -377,6 +454,21 @@ func metricRange(td *TaskData, metric string) (lo, hi float64) {
 // a string, each string of a list, each answer of DROP's list of span
 // lists (its spans joined by " | "), else the JSON.
 func goldAnswers(refs json.RawMessage) []string {
+	refs = bytes.TrimSpace(refs)
+	if len(refs) > 1 && refs[0] == '[' {
+		// Most references are a list of strings or of span lists: try
+		// the one the second character says first.
+		if bytes.HasPrefix(bytes.TrimSpace(refs[1:]), []byte("[")) {
+			var spans [][]string
+			if json.Unmarshal(refs, &spans) == nil {
+				out := make([]string, len(spans))
+				for i, sp := range spans {
+					out[i] = strings.Join(sp, " | ")
+				}
+				return out
+			}
+		}
+	}
 	var s string
 	if json.Unmarshal(refs, &s) == nil {
 		return []string{s}

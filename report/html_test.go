@@ -308,3 +308,44 @@ func TestIntervalChart(t *testing.T) {
 		t.Error("page draws a proportion's interval past 1")
 	}
 }
+
+// TestHTMLPagedData is issue 23's scale finding for the page (a 20 MB page
+// whose samples were one inlined blob, decoded whole before anything
+// showed): the samples are in chunks of chunkItems decoded when a page of
+// the browser shows them, and the page is built one task at a time (a
+// task's samples are dropped once it is written).
+func TestHTMLPagedData(t *testing.T) {
+	st := fixtureStore(t, 250)
+	var held []*TaskData
+	var page bytes.Buffer
+	b := newPageBuilder("t")
+	if _, err := LoadEach(context.Background(), st, store.Filter{}, LoadOptions{}, func(td *TaskData) error {
+		for _, h := range held {
+			if h.Samples != nil {
+				t.Errorf("task %s still holds its samples while %s is written", h.Task, td.Task)
+			}
+		}
+		held = append(held, td)
+		b.addTask(td)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.write(&page); err != nil {
+		t.Fatal(err)
+	}
+	items := 250 + 4
+	if n := strings.Count(page.String(), `<script type="application/octet-stream" id="c`); n != (items+chunkItems-1)/chunkItems {
+		t.Errorf("%d data chunks for %d items, want %d", n, items, (items+chunkItems-1)/chunkItems)
+	}
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium on PATH: the page's paging is not opened")
+	}
+	path := filepath.Join(t.TempDir(), "p.html")
+	os.WriteFile(path, page.Bytes(), 0o644)
+	d := dumpDOM(t, bin, "file://"+path+"#page=5&task=drop")
+	if !strings.Contains(d, `data-total="250"`) || !strings.Contains(d, `data-rendered="50"`) || !strings.Contains(d, "<b>200</b>") {
+		t.Errorf("page 5 of drop does not show samples 200-249: %s", regexp.MustCompile(`data-(total|rendered)="\d+"`).FindAllString(d, -1))
+	}
+}

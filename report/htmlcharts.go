@@ -118,8 +118,11 @@ func heatColor(v float64) string {
 // stored prediction. It returns "" when no sample carries the metadata.
 func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 	var cells []countingstars.Cell
-	n := 0
+	n, misses := 0, 0
 	for _, sd := range td.Samples {
+		if n == 0 && misses >= 32 {
+			return "", 0 // not a Counting-Stars task (its samples are alike)
+		}
 		sc := sd.Under[ci]
 		if sc == nil || sd.Fingerprint != td.Columns[ci].Fingerprint {
 			continue
@@ -133,6 +136,7 @@ func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 		}
 		var refs []float64
 		if json.Unmarshal(sd.Metadata, &md) != nil || md.Lang == "" || json.Unmarshal(sd.Refs, &refs) != nil {
+			misses++
 			continue
 		}
 		rule, err := countingstars.ResolveRule(md.Rule, md.TestType)

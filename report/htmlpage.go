@@ -81,7 +81,7 @@ td.pred{font-family:monospace;white-space:pre-wrap}
 <p class="legend">Whitespace is shown: <span class="ws">↵</span> line break, <span class="ws">→</span> tab, <span class="ws">␍</span> carriage return, <span class="ws">⍽</span> other spaces, <span class="ws">·</span> a space in answers and predictions (and where spaces lead, trail or repeat elsewhere).</p>
 <div id="rows"></div>
 <script type="application/octet-stream" id="index">{{.Index}}</script>
-{{range $i, $c := .Chunks}}<script type="application/octet-stream" id="c{{$i}}">{{$c}}</script>
+{{range $i, $c := .Chunks}}<script type="application/octet-stream" id="c{{$i}}">{{$c.HTML}}</script>
 {{end}}<script>
 (function () {
   'use strict';
@@ -190,31 +190,33 @@ td.pred{font-family:monospace;white-space:pre-wrap}
     if (hash.changed) $('f-changed').checked = true;
     if (hash.task) $('f-task').value = hash.task;
     if (hash.metric) $('f-metric').value = hash.metric;
-    var page = 0, list = I.items, seq = 0, first = true;
+    var n = I.id.length, all = new Array(n);
+    for (var k0 = 0; k0 < n; k0++) all[k0] = k0;
+    var page = 0, list = all, seq = 0, first = true;
     async function filter() {
       var my = ++seq;
       var task = $('f-task').value, metric = $('f-metric').value, q = $('f-q').value;
       var ch = $('f-changed').checked, fl = $('f-failed').checked, inText = $('f-text').checked && q !== '';
       if (inText) {
         $('shown').textContent = 'searching the texts…';
-        for (var n = 0; n < I.chunks; n++) await chunk(n);
+        for (var cn = 0; cn < I.chunks; cn++) await chunk(cn);
         if (my !== seq) return;
       }
       var texts = {};
       list = [];
-      for (var k = 0; k < I.items.length; k++) {
-        var x = I.items[k], t = I.tasks[x[0]];
-        if (task && t !== task) continue;
-        var mi = metric ? (I.metrics[t] || []).indexOf(metric) : -1;
+      var ti = task ? I.tasks.indexOf(task) : -1, mis = I.tasks.map(function (t) { return metric ? (I.metrics[t] || []).indexOf(metric) : -1; });
+      for (var k = 0; k < n; k++) {
+        if (task && I.t[k] !== ti) continue;
+        var mi = mis[I.t[k]];
         if (metric && mi < 0) continue;
-        if (fl && !(x[3] & 1)) continue;
-        if (ch && !(metric ? (x[4] >> mi) & 1 : x[4])) continue;
-        if (q && x[1].indexOf(q) < 0 && I.models[x[2]].indexOf(q) < 0) {
+        if (fl && !(I.f[k] & 1)) continue;
+        if (ch && !(metric ? (I.ch[k] >> mi) & 1 : I.ch[k])) continue;
+        if (q && I.id[k].indexOf(q) < 0 && I.models[I.m[k]].indexOf(q) < 0) {
           if (!inText) continue;
-          var it = (await chunk(x[5])).i[x[6]];
+          var it = (await chunk(I.c[k])).i[I.p[k]];
           if (it.x.indexOf(q) < 0 && !it.u.some(function (u) { return u.pred.indexOf(q) >= 0; })) continue;
         }
-        list.push(x);
+        list.push(k);
       }
       if (my !== seq) return;
       page = hash.page && first ? (+hash.page || 1) - 1 : 0;
@@ -228,19 +230,19 @@ td.pred{font-family:monospace;white-space:pre-wrap}
       var metric = $('f-metric').value;
       var slice = list.slice(page * size, (page + 1) * size);
       var need = {};
-      slice.forEach(function (x) { need[x[5]] = 1; });
+      slice.forEach(function (k) { need[I.c[k]] = 1; });
       var got = {};
       await Promise.all(Object.keys(need).map(function (n) { return chunk(+n).then(function (c) { got[n] = c; }); }));
       if (my !== seq) return;
       var rows = $('rows');
       rows.textContent = '';
-      slice.forEach(function (x) {
-        var t = I.tasks[x[0]], C = got[x[5]], it = C.i[x[6]];
+      slice.forEach(function (k) {
+        var t = I.tasks[I.t[k]], C = got[I.c[k]], it = C.i[I.p[k]];
         var d = el('details', 'sample');
-        d.setAttribute('data-failed', x[3] & 1 ? '1' : '0');
+        d.setAttribute('data-failed', I.f[k] & 1 ? '1' : '0');
         var s = el('summary');
-        s.appendChild(el('b', '', x[1]));
-        s.appendChild(document.createTextNode(' \u00b7 ' + t + ' \u00b7 ' + I.models[x[2]]));
+        s.appendChild(el('b', '', I.id[k]));
+        s.appendChild(document.createTextNode(' \u00b7 ' + t + ' \u00b7 ' + I.models[I.m[k]]));
         var m = metric || (I.metrics[t] || [])[0];
         it.u.forEach(function (u) {
           var chip = el('span', 'chip', I.cols[t][u.c] + ' ');
@@ -248,8 +250,8 @@ td.pred{font-family:monospace;white-space:pre-wrap}
           chip.appendChild(document.createTextNode(' ' + fmt(u.v[m])));
           s.appendChild(chip);
         });
-        if (x[4]) s.appendChild(el('span', 'chip ch', 'changed'));
-        if (x[3] & 1) s.appendChild(el('span', 'chip fail', 'failed'));
+        if (I.ch[k]) s.appendChild(el('span', 'chip ch', 'changed'));
+        if (I.f[k] & 1) s.appendChild(el('span', 'chip fail', 'failed'));
         d.appendChild(s);
         var filled = false;
         function fill() { if (!filled) { filled = true; d.appendChild(details(I, t, C, it)); } }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -66,7 +67,11 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	title := "tally report: " + f.storePath
 	var ds *report.Dataset
 	if format == "html" && outputPath == "" {
-		// The page is written task by task, never holding the store.
+		// The page is written task by task, never holding the store; a
+		// lower collection target keeps the process near what it holds
+		// (issue 23: 250 MB at 200,000 generations; about a tenth more
+		// CPU).
+		defer debug.SetGCPercent(debug.SetGCPercent(50))
 		ds, err = report.WriteHTMLStore(ctx, stdout, st, filter, title, report.LoadOptions{Fix: rs.Fix})
 	} else {
 		ds, err = report.LoadWith(ctx, st, filter, report.LoadOptions{Summary: outputPath == "", Fix: rs.Fix})

@@ -35,3 +35,37 @@ func (s *Store) FailedGenerations(ctx context.Context, f Filter) ([]Generation, 
 	}
 	return out, rows.Err()
 }
+
+// EachGeneration calls fn with every generation the filter selects (its
+// Settings are ignored), in no particular order, without its token ids,
+// offsets: what a report shows of a continuation (its text, how it
+// ended), read in one pass and held by the caller only as far as it
+// wants.
+func (s *Store) EachGeneration(ctx context.Context, f Filter, fn func(Generation) error) error {
+	q := `SELECT key,fingerprint,task,sample_id,prompt_tokens,text,n_tokens,budget,finish,stops,error,imported FROM generations`
+	where, args := f.where("")
+	if where != "" {
+		q += " WHERE " + where
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("read generations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g Generation
+		var stops string
+		if err := rows.Scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &g.Text, &g.NTokens, &g.Budget, &g.Finish,
+			&stops, &g.Error, &g.Imported); err != nil {
+			return fmt.Errorf("read generations: %w", err)
+		}
+		g.Stops = json.RawMessage(stops)
+		if err := fn(g); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read generations: %w", err)
+	}
+	return nil
+}
