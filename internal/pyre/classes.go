@@ -1,6 +1,10 @@
 package pyre
 
-import "unicode"
+import (
+	"unicode"
+
+	"tally/internal/pystr"
+)
 
 // classItem is one member of a character set: a range of code points, or
 // a category (cat != 0) such as \d.
@@ -65,16 +69,8 @@ func (it classItem) contains(c rune) bool {
 	return false
 }
 
-// IsSpace is Python's str.isspace for one character (Py_UNICODE_ISSPACE:
-// bidirectional class WS, B or S, or category Zs), which is also what \s
-// matches and what str.strip() removes. It differs from unicode.IsSpace
-// in U+001C..U+001F.
-func IsSpace(c rune) bool {
-	if c < 128 {
-		return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)
-	}
-	return c == 0x85 || unicode.Is(unicode.Zs, c) || c == 0x2028 || c == 0x2029
-}
+// IsSpace is what \s matches: str.isspace (tally/internal/pystr).
+func IsSpace(c rune) bool { return pystr.IsSpace(c) }
 
 // IsDecimal is Python's str.isdecimal for one character (category Nd),
 // what \d matches.

@@ -3,43 +3,66 @@
 // on standard output, and the test compares it with what the Go code
 // computes. Where python3 (or a module a script needs) is absent, the test
 // is skipped with a line saying what is missing, so a machine without
-// Python still passes while .ci/run, which has it, runs every check.
+// Python still passes while .ci/run, which installs them, runs every check.
 package pyref
 
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
-// Python returns the path of python3, skipping the test when there is none.
-func Python(tb testing.TB) string {
-	tb.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		tb.Skip("python3 not found: the Python reference check is skipped (.ci/run has it)")
+// candidates are the interpreters tried, in order: $TALLY_PYTHON, python3
+// on the PATH, and the system's /usr/bin/python3 (where Debian's
+// python3-jinja2 and python3-numpy install).
+func candidates() []string {
+	var out []string
+	if p := os.Getenv("TALLY_PYTHON"); p != "" {
+		out = append(out, p)
 	}
-	return p
+	if p, err := exec.LookPath("python3"); err == nil {
+		out = append(out, p)
+	}
+	return append(out, "/usr/bin/python3")
 }
 
-// Require skips the test unless python3 can import every module named.
-func Require(tb testing.TB, modules ...string) {
+// Python returns a python3 that can import every module named, skipping
+// the test when there is none.
+func Python(tb testing.TB, modules ...string) string {
 	tb.Helper()
-	py := Python(tb)
-	for _, m := range modules {
-		if err := exec.Command(py, "-c", "import "+m).Run(); err != nil {
-			tb.Skipf("python3 cannot import %s: the Python reference check is skipped (apt-get install -y python3-%s)", m, m)
+	found := false
+	for _, py := range candidates() {
+		if _, err := os.Stat(py); err != nil {
+			if _, err := exec.LookPath(py); err != nil {
+				continue
+			}
+		}
+		found = true
+		args := []string{"-c", "import sys"}
+		if len(modules) > 0 {
+			args = []string{"-c", "import " + strings.Join(modules, ", ")}
+		}
+		if exec.Command(py, args...).Run() == nil {
+			return py
 		}
 	}
+	if !found {
+		tb.Skip("python3 not found: the Python reference check is skipped (.ci/run has it)")
+	}
+	tb.Skipf("no python3 here can import %s: the Python reference check is skipped (apt-get install -y python3-%s)",
+		strings.Join(modules, ", "), strings.Join(modules, " python3-"))
+	return ""
 }
 
-// Run runs python3 SCRIPT with in as JSON on standard input and decodes
-// the JSON it prints into out. A script that fails fails the test with its
-// standard error.
-func Run(tb testing.TB, script string, in, out any) {
+// Run runs a python3 that has the modules named on script, with in as
+// JSON on standard input, and decodes the JSON it prints into out. A
+// script that fails fails the test with its standard error.
+func Run(tb testing.TB, script string, in, out any, modules ...string) {
 	tb.Helper()
-	py := Python(tb)
+	py := Python(tb, modules...)
 	b, err := json.Marshal(in)
 	if err != nil {
 		tb.Fatalf("encode input for %s: %v", script, err)
@@ -49,7 +72,7 @@ func Run(tb testing.TB, script string, in, out any) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("python3 %s: %v\n%s", script, err, stderr.String())
+		tb.Fatalf("%s %s: %v\n%s", py, script, err, stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
 		tb.Fatalf("decode output of %s: %v", script, err)
