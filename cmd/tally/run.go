@@ -59,7 +59,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
-	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
+	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
@@ -181,11 +181,8 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
 			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
-		if len(stops) > 0 {
-			j.Settings = stops
-		}
 		if f.maxTokens > 0 {
 			j.MaxTokens = f.maxTokens
 		}
@@ -385,7 +382,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
 	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -709,7 +706,7 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {

@@ -107,7 +107,7 @@ func (a array) apply(f func(string) string) array {
 // regexes_to_ignore and no other option).
 func (m *Metric) prepare(xs []string) (a array, ok bool, err error) {
 	if m.opt.RegexesToIgnore != nil {
-		if len(m.ignored) == 0 && !m.opt.IgnoreCase && !m.opt.IgnorePunctuation && !m.opt.IgnoreNumbers {
+		if m.ComparesLists() {
 			return array{}, false, nil
 		}
 		cur := xs
@@ -136,6 +136,17 @@ func (m *Metric) prepare(xs []string) (a array, ok bool, err error) {
 	}
 	return a, true, nil
 }
+
+// ComparesLists reports whether the predictions and references stay
+// Python lists (an empty regexes_to_ignore and no other option), which
+// are then compared whole with ==.
+func (m *Metric) ComparesLists() bool {
+	return m.opt.RegexesToIgnore != nil && len(m.ignored) == 0 && !m.opt.IgnoreCase && !m.opt.IgnorePunctuation && !m.opt.IgnoreNumbers
+}
+
+// IgnoresRegexes reports whether regexes_to_ignore is given and not
+// empty (re.sub then needs str predictions).
+func (m *Metric) IgnoresRegexes() bool { return len(m.ignored) > 0 }
 
 // Score is exact_match(predictions, references): the fraction of the
 // pairs equal once each side has been through the options, as NumPy
