@@ -14,6 +14,7 @@ import (
 	"tally/backends/gomlx"
 	"tally/backends/tokenizer"
 	"tally/tasks"
+	"tally/tasks/lmeval"
 )
 
 func newGenerateCmd() *cobra.Command {
@@ -160,11 +161,19 @@ func newTokenizeCmd() *cobra.Command {
 }
 
 func newTasksCmd() *cobra.Command {
-	return &cobra.Command{
+	var lmevalDir string
+	cmd := &cobra.Command{
 		Use:   "tasks",
-		Short: "List the built-in tasks",
+		Short: "List the built-in tasks, or which lm-eval task files of a folder tally runs (--lm-eval DIR)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lmevalDir != "" {
+				sv, err := lmeval.SurveyDir(lmevalDir)
+				if err != nil {
+					return err
+				}
+				return sv.Write(cmd.OutOrStdout())
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "task\tstop settings\tmax tokens\tmetrics\tdescription")
 			for _, name := range tasks.Builtin() {
@@ -181,4 +190,6 @@ func newTasksCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().StringVar(&lmevalDir, "lm-eval", "", "a checkout's lm_eval/tasks folder: list which task files load and why the others do not")
+	return cmd
 }

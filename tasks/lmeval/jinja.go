@@ -250,9 +250,10 @@ type token struct {
 	text string
 }
 
+// keywords are the words that end an operand walking back (operators
+// and the statement words before an expression).
 var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true, "is": true, "if": true, "else": true,
-	"for": true, "recursive": true, "set": true, "endfor": true, "endif": true, "elif": true, "endset": true, "with": true,
-	"without": true, "context": true, "import": true, "as": true, "from": true, "macro": true, "call": true, "filter": true}
+	"elif": true, "for": true, "set": true}
 
 func tokenize(s string) ([]token, error) {
 	var out []token
@@ -309,12 +310,38 @@ var (
 	methodHelpers = map[string]string{"strip": "__tally_strip", "lstrip": "__tally_lstrip", "rstrip": "__tally_rstrip", "split": "__tally_split"}
 )
 
+// engineFilters are the filters tally's Jinja engine has (with the three
+// replaced by helpers); jinja2's others (format, truncate, wordwrap, …)
+// and lm-eval's regex_replace are refused when a template is compiled.
+var engineFilters = map[string]bool{"abs": true, "batch": true, "capitalize": true, "count": true, "default": true, "d": true,
+	"dictsort": true, "escape": true, "e": true, "first": true, "float": true, "fromjson": true, "from_json": true, "indent": true,
+	"int": true, "items": true, "join": true, "last": true, "length": true, "list": true, "lower": true, "map": true, "max": true,
+	"min": true, "reject": true, "rejectattr": true, "replace": true, "reverse": true, "round": true, "safe": true, "select": true,
+	"selectattr": true, "sort": true, "string": true, "sum": true, "title": true, "tojson": true, "trim": true, "unique": true,
+	"upper": true, "wordcount": true}
+
+// checkFilters refuses a filter the engine does not have.
+func checkFilters(toks []token) error {
+	for i, t := range toks {
+		if t.kind != 'o' || t.text != "|" {
+			continue
+		}
+		if n := nextNonSpace(toks, i+1); n >= 0 && toks[n].kind == 'i' && !engineFilters[toks[n].text] {
+			return fmt.Errorf("template: filter %s is not supported", toks[n].text)
+		}
+	}
+	return nil
+}
+
 // rewriteExpr replaces, in an expression or statement, x|string,
 // x|trim(...), x|join(...) and x.strip(...), x.lstrip(...), x.rstrip(...),
 // x.split(...) by calls of the helpers.
 func rewriteExpr(s string) (string, error) {
 	toks, err := tokenize(s)
 	if err != nil {
+		return "", err
+	}
+	if err := checkFilters(toks); err != nil {
 		return "", err
 	}
 	for {

@@ -67,6 +67,7 @@ var renderCases = []string{
 	"{{ d.a }}",
 	"trailing newline kept\n",
 	"{{ '{{' }} literal braces {{ '}}' }}",
+	"{% set context = text.split(' ')[-1] %}{{ context | trim }}|{% for c in text.split() %}{{ c.strip('qx') }};{% endfor %}",
 }
 
 type renderOut struct {
