@@ -126,6 +126,9 @@ func parseConfig(file string, raw *Map) (*config, error) {
 	if _, ok := raw.Get("group"); ok {
 		return nil, c.refuse("group", "group file", "a group of tasks, not a task: run its tasks' files")
 	}
+	if ot, ok := mustGet(raw, "output_type").(string); ok && ot != "generate_until" {
+		return nil, c.refuse("output_type", "output_type: "+ot, "%s is not supported (tally runs generate_until tasks)", ot)
+	}
 	// Any !function is Python code.
 	for _, k := range raw.Keys {
 		if f := findFunction(raw.Vals[k]); f != "" {
@@ -166,11 +169,6 @@ func parseConfig(file string, raw *Map) (*config, error) {
 			c.tags = append(c.tags, pyStr(e))
 		}
 	}
-	if ot, ok, err := str("output_type"); err != nil {
-		return nil, err
-	} else if ok && ot != "generate_until" {
-		return nil, c.refuse("output_type", "output_type: "+ot, "%s is not supported (tally runs generate_until tasks)", ot)
-	}
 	for _, key := range []string{"process_docs", "process_results", "custom_dataset", "doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
 		if v, ok := raw.Get(key); ok && v != nil && v != false {
 			return nil, c.refuse(key, key, "not supported")
@@ -180,7 +178,7 @@ func parseConfig(file string, raw *Map) (*config, error) {
 		return nil, c.refuse("unsafe_code", "unsafe_code", "the task runs model-written code, which tally does not")
 	}
 	if v, ok := raw.Get("repeats"); ok && v != nil && v != int64(1) {
-		return nil, c.refuse("repeats", "repeats", "%s repeats: tally decodes greedily, once", pyStr(v))
+		return nil, c.refuse("repeats", "repeats", "%s: tally decodes greedily, once", pyStr(v))
 	}
 	for key, dst := range map[string]*string{"dataset_path": &c.datasetPath, "dataset_name": &c.datasetName,
 		"training_split": &c.trainingSplit, "validation_split": &c.validationSplit, "test_split": &c.testSplit,
