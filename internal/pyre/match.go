@@ -66,7 +66,11 @@ func (m *machine) search(start int, mustAdvance bool) (mt *Match, err error) {
 		}
 	}()
 	m.steps = 0
+	f := m.re.first
 	for pos := start; pos <= len(m.text); pos++ {
+		if !f.nullable && (pos == len(m.text) || !f.accepts(m.text[pos])) {
+			continue
+		}
 		for i := range m.caps {
 			m.caps[i] = -1
 		}

@@ -55,6 +55,7 @@ type Regexp struct {
 	root    node
 	groups  int            // number of capturing groups
 	names   map[string]int // named groups
+	first   firstSet       // what a match's first character must be
 }
 
 // Compile compiles a Python re pattern (a str pattern, no flags but those
@@ -65,7 +66,7 @@ func Compile(pattern string) (*Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Regexp{pattern: pattern, root: root, groups: p.groups, names: p.names}, nil
+	return &Regexp{pattern: pattern, root: root, groups: p.groups, names: p.names, first: first(root)}, nil
 }
 
 // MustCompile is Compile that panics on an error, for patterns in code.
