@@ -127,6 +127,9 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 			return nil, fmt.Errorf("read task %s: %w", spec, err)
 		}
 		data, dir = b, filepath.Dir(spec)
+		if lmeval.IsGroupFile(data) {
+			return nil, fmt.Errorf("%s is an lm-eval group: its tasks are resolved with ResolveAll", spec)
+		}
 		if lmeval.IsTaskFile(data) {
 			return resolveLMEval(spec, set)
 		}
@@ -156,6 +159,30 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 	return &c, nil
 }
 
+// ResolveAll is ResolveWith for a spec that may name several tasks: an
+// lm-evaluation-harness group file gives every task of the group (found
+// under its folder); any other spec gives its one config.
+func ResolveAll(spec string, set map[string]string) ([]*Config, error) {
+	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
+		if b, err := os.ReadFile(spec); err == nil && lmeval.IsGroupFile(b) {
+			ts, err := lmeval.LoadGroup(spec, set)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*Config, len(ts))
+			for i, t := range ts {
+				out[i] = lmevalConfig(spec, t)
+			}
+			return out, nil
+		}
+	}
+	c, err := ResolveWith(spec, set)
+	if err != nil {
+		return nil, err
+	}
+	return []*Config{c}, nil
+}
+
 // resolveLMEval reads an lm-evaluation-harness task file (tally/tasks/lmeval):
 // its until becomes the default stop setting "until", its max_gen_toks
 // the token budget, and each filter pipeline and metric a score
@@ -165,9 +192,13 @@ func resolveLMEval(path string, set map[string]string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return lmevalConfig(path, t), nil
+}
+
+func lmevalConfig(path string, t *lmeval.Task) *Config {
 	return &Config{Task: t.Name(), Description: t.Description(), Loader: lmeval.FormatName,
 		Stop: map[string][]string{lmeval.UntilSetting: t.Until()}, MaxTokens: t.MaxGenToks(), Metrics: t.ScoreKeys(),
-		dir: filepath.Dir(path), lm: t}, nil
+		dir: filepath.Dir(path), lm: t}
 }
 
 // SettingsWith returns the stop settings a run scores: the task's own

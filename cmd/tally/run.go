@@ -163,11 +163,15 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
 	found := map[string]bool{}
+	var resolved []*tasks.Config
 	for _, spec := range f.tasks {
-		cfg, err := tasks.ResolveWith(spec, set)
+		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
+		resolved = append(resolved, cs...)
+	}
+	for _, cfg := range resolved {
 		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
 		if err != nil {
 			return nil, nil, err

@@ -90,6 +90,11 @@ func Load(path string, set map[string]string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	return fromRaw(path, raw, set)
+}
+
+// fromRaw checks a merged config, with set applied, into a Task.
+func fromRaw(path string, raw *Map, set map[string]string) (*Task, error) {
 	t := &Task{seed: DefaultFewshotSeed}
 	for _, k := range sortedKeys(set) {
 		v, err := parseYAML([]byte(set[k]), "--set "+k)
