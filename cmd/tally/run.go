@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,11 @@ type runFlags struct {
 	baseURL, modelRevision string
 	chat                   bool
 	outputPath             string
+	// fewshot is --fewshot (lm-eval's --num_fewshot), applied as --set
+	// fewshot=N when given; modelArgs is lm-eval's --model_args, applied
+	// by lmevalcli.ApplyModelArgs before the command runs.
+	fewshot   int
+	modelArgs string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -73,6 +79,11 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
+	fl.IntVar(&f.fewshot, "fewshot", 0, "solved examples put before each prompt (default: the task's; lm-eval's --num_fewshot)")
+	fl.StringVar(&f.modelArgs, "model-args", "", "lm-eval's --model_args: --model hf --model-args pretrained=PATH is --model PATH")
+	fl.MarkHidden("model-args")
+	fl.Bool("log-samples", false, "lm-eval's --log_samples: accepted; --output-path always writes the samples files")
+	fl.MarkHidden("log-samples")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
 	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots), doubled up to 256 while batches are fast)")
@@ -103,6 +114,9 @@ func (f *runFlags) validate() error {
 		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
+	}
+	if f.fewshot < 0 {
+		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
 	}
 	if f.lease <= 0 && f.fs != nil && f.fs.Changed("lease") {
 		return fmt.Errorf("--lease %v: want a positive duration", f.lease)
@@ -137,6 +151,17 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 	return out, nil
 }
 
+// setArgs is --set with --fewshot N added as fewshot=N when given.
+func (f *runFlags) setArgs() []string {
+	if f.fs == nil || !f.fs.Changed("fewshot") {
+		return f.set
+	}
+	return append(slices.Clip(f.set), fmt.Sprintf("fewshot=%d", f.fewshot))
+}
+
+// listTasks reports whether --tasks is lm-eval's `--tasks list`.
+func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
+
 // loadJobs resolves tasks and loads their samples; no model is needed.
 func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
 	if err := f.validate(); err != nil {
@@ -153,10 +178,13 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
-	for _, kv := range f.set {
+	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs.Changed("fewshot") {
+			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
@@ -257,6 +285,9 @@ func newRunCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  noArgsWorker,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.listTasks() {
+				return printTasks(cmd.OutOrStdout())
+			}
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -328,7 +359,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
