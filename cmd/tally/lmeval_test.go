@@ -16,13 +16,20 @@ import (
 // as tally would print it.
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	out, _, err := execute2(t, args...)
+	return out, err
+}
+
+// execute2 is execute that also returns what went to stderr.
+func execute2(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
 	root := newRoot()
-	var out bytes.Buffer
+	var out, errb bytes.Buffer
 	root.SetOut(&out)
-	root.SetErr(io.Discard)
+	root.SetErr(&errb)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	return out.String(), err
+	return out.String(), errb.String(), err
 }
 
 // TestLMEvalSpellings is item 3 of issue 26: lm-eval's flags were "unknown

@@ -247,17 +247,36 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	openStore := store.Open
-	if readOnly {
-		openStore = store.OpenReadOnly
+	var st *store.Store
+	var be backends.Backend
+	openS := func() (err error) {
+		if readOnly {
+			st, err = openStoreReadOnly(ctx, f.storePath)
+		} else {
+			st, err = store.Open(ctx, f.storePath)
+		}
+		return err
 	}
-	st, err := openStore(ctx, f.storePath)
-	if err != nil {
+	openM := func() (err error) {
+		be, err = openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
+		return err
+	}
+	// A store this command creates is created once the model opened, so
+	// that a model that fails to open leaves no empty store behind.
+	first, second := openS, openM
+	if !readOnly && !storeExists(f.storePath) {
+		first, second = openM, openS
+	}
+	if err := first(); err != nil {
 		return nil, err
 	}
-	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
-	if err != nil {
-		st.Close()
+	if err := second(); err != nil {
+		if st != nil {
+			st.Close()
+		}
+		if be != nil {
+			be.Close()
+		}
 		return nil, err
 	}
 	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
@@ -387,21 +406,11 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return execErr
 	}
 	warnUnscorable(stderr, sum.Unscorable)
-	sort.Strings(sum.ErrorSamples)
-	for i, e := range sum.ErrorSamples {
-		if i == 5 {
-			fmt.Fprintf(stderr, "tally: … and %d more failed samples (tally plan shows them; tally rerun retries them)\n", len(sum.ErrorSamples)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s\n", e)
-	}
-	sort.Strings(sum.Overflowed)
-	for i, id := range sum.Overflowed {
-		if i == 10 {
-			fmt.Fprintf(stderr, "tally: … and %d more prompts beyond the context\n", len(sum.Overflowed)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
+	// Each failed sample was printed as it failed (progress); one line
+	// sums up the prompts beyond the context.
+	if n := len(sum.Overflowed); n > 0 {
+		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -549,6 +558,9 @@ type planJSON struct {
 	Requests         int                     `json:"requests"`
 	TokensToGenerate int                     `json:"tokens_to_generate"`
 	PromptTokens     int                     `json:"prompt_tokens"`
+	// Untokenised counts the requests whose prompt length is unknown (a
+	// server backend tokenises them): prompt_tokens leaves them out.
+	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
 	Throughput       *float64                     `json:"tokens_per_second"`
@@ -570,7 +582,7 @@ type counts map[generate.Status]int
 
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
-		PromptTokens: p.PromptTokens, Overflow: p.Overflow, Stale: p.Stale,
+		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
 	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
 		tps, secs := p.Throughput, p.EstimatedSeconds
@@ -646,8 +658,20 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %d prompt tokens to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
+	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
+		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// prefillText says how many prompt tokens the plan's work prefills; the
+// length of a prompt a server tokenises is unknown until the server says.
+func prefillText(p *generate.Plan) string {
+	switch {
+	case p.Untokenised == 0:
+		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+	case p.PromptTokens == 0:
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+	}
+	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
 }
 
 // plannedCommand is a command that opens the store and model, plans the
