@@ -122,6 +122,9 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 	if err != nil {
 		return err
 	}
+	if len(paths) == 0 {
+		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: no scored samples of %s on %s\n", dir, f.model, strings.Join(tasks, ", "))
+	}
 	for _, p := range paths {
 		fmt.Fprintln(stderr, "wrote", p)
 	}

@@ -54,6 +54,19 @@ func Path(tb testing.TB, elem ...string) string {
 	return p
 }
 
+// Lookup returns a path inside the shared directory and whether it is
+// there, without skipping or failing: for a test that runs its other parts
+// without the reference set (and says which it left out, with Message).
+func Lookup(elem ...string) (string, bool) {
+	shared, err := locate()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(append([]string{shared}, elem...)...)
+	_, err = os.Stat(p)
+	return p, err == nil
+}
+
 // locate returns the path the reference set should have: ../shared beside
 // the module root.
 func locate() (string, error) {

@@ -93,3 +93,20 @@ func TestMissingSharedSkips(t *testing.T) {
 		t.Errorf("Dir with ../shared present: ended %q (%s)", r.ended, r.msg)
 	}
 }
+
+// TestLookup: Lookup neither skips nor fails, and says whether the
+// reference set has the path.
+func TestLookup(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "tally")
+	os.MkdirAll(filepath.Join(repo, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module tally\n"), 0o644)
+	t.Chdir(filepath.Join(repo, "pkg"))
+	if p, ok := Lookup("data", "drop"); ok || p != filepath.Join(root, "shared", "data", "drop") {
+		t.Errorf("Lookup without ../shared: %q %v", p, ok)
+	}
+	os.MkdirAll(filepath.Join(root, "shared", "data", "drop"), 0o755)
+	if _, ok := Lookup("data", "drop"); !ok {
+		t.Error("Lookup with ../shared/data/drop: not found")
+	}
+}
