@@ -183,7 +183,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
 		}
-		if _, twice := set[k]; twice && k == "fewshot" && f.fs.Changed("fewshot") {
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
 			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
@@ -247,9 +247,18 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	var st *store.Store
-	var be backends.Backend
-	openS := func() (err error) {
+	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(cfgs, jobs))
+	if err != nil {
+		return nil, err
+	}
+	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+}
+
+// openStoreAndModel opens the store (read-only: an existing one only) and
+// the model. A store this command would create is created once the model
+// opened, so that a model that fails to open leaves no empty store behind.
+func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions) (st *store.Store, be backends.Backend, err error) {
+	openStore := func() (err error) {
 		if readOnly {
 			st, err = openStoreReadOnly(ctx, f.storePath)
 		} else {
@@ -257,34 +266,32 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 		}
 		return err
 	}
-	openM := func() (err error) {
-		be, err = openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
-		return err
+	openBackend := func() (err error) {
+		if be, err = openModel(ctx, f.model, mo); err != nil {
+			return err
+		}
+		if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
+			return fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
+		}
+		return nil
 	}
-	// A store this command creates is created once the model opened, so
-	// that a model that fails to open leaves no empty store behind.
-	first, second := openS, openM
+	first, second := openStore, openBackend
 	if !readOnly && !storeExists(f.storePath) {
-		first, second = openM, openS
+		first, second = openBackend, openStore
 	}
-	if err := first(); err != nil {
-		return nil, err
+	if err = first(); err == nil {
+		err = second()
 	}
-	if err := second(); err != nil {
+	if err != nil {
 		if st != nil {
 			st.Close()
 		}
 		if be != nil {
 			be.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
-		be.Close()
-		st.Close()
-		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
-	}
-	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+	return st, be, nil
 }
 
 // Close releases the model and the store.
