@@ -88,10 +88,14 @@ type TaskInfo struct {
 	// lm-eval files write it as the task's config, adding only what it
 	// lacks.
 	LMEvalConfig map[string]any
-	// Filters maps a stop setting's name to the lm-eval filter pipeline
-	// it stands for (filter_list's "filter"), when it is not the plain cut
-	// at the setting's stop sequences.
-	Filters map[string][]map[string]any
+	// Filters maps the name of an lm-eval filter that the task's metric
+	// keys name ("exact_match,strict-match") to its pipeline (filter_list's
+	// "filter"), and OwnSetting is the stop setting that is the lm-eval
+	// task's own generation (its until): under it the filter keeps its
+	// name; under any other setting it is "FILTER@SETTING", after tally's
+	// cut at the setting's sequences.
+	Filters    map[string][]map[string]any
+	OwnSetting string
 }
 
 // SampleData is one sample as one model answered it.

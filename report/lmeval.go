@@ -223,8 +223,41 @@ type lmevalModel struct {
 type lmevalTask struct {
 	td      *TaskData
 	cols    []int    // column indices of this model
-	filters []string // filter name per column
 	metrics []string // tally metric keys written
+	// groups are the lm-eval filters: per column, one for the plain
+	// metrics (named after the stop setting) and one per lm-eval filter
+	// the task's metric keys name ("exact_match,strict-match").
+	groups []lmevalGroup
+}
+
+// lmevalGroup is one lm-eval filter of a model's task: a column and the
+// metric keys scored under it.
+type lmevalGroup struct {
+	col     int    // column index
+	part    string // the lm-eval filter a "METRIC,FILTER" key names, "" for plain keys
+	filter  string // the filter's name in the files
+	metrics []string
+}
+
+// splitKey splits a tally metric key into lm-eval's metric name and the
+// lm-eval filter it names ("exact_match,strict-match", as a task read from
+// an lm-eval YAML scores), or the key's lm-eval name and "".
+func splitKey(key string) (metric, part string) {
+	if i := strings.LastIndexByte(key, ','); i > 0 {
+		return key[:i], key[i+1:]
+	}
+	return scoring.LMEvalName(key), ""
+}
+
+// groupOf is the group of a column and metric key.
+func (t *lmevalTask) groupOf(ci int, key string) *lmevalGroup {
+	_, part := splitKey(key)
+	for i := range t.groups {
+		if g := &t.groups[i]; g.col == ci && g.part == part {
+			return g
+		}
+	}
+	return nil
 }
 
 // WriteLMEval writes the dataset in lm-eval's layout under dir: per model
@@ -293,17 +326,45 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 			for _, ci := range t.cols {
 				budgets[td.Columns[ci].Budget] = true
 			}
-			seen := map[string]int{}
-			for _, ci := range t.cols {
-				f := LMEvalFilter(td.Columns[ci], len(budgets) > 1)
-				if seen[f]++; seen[f] > 1 {
-					f += "#" + strconv.Itoa(seen[f])
-				}
-				t.filters = append(t.filters, f)
-			}
 			for _, m := range td.Metrics {
 				if m != generate.Unscorable && m != generate.NoneScored {
 					t.metrics = append(t.metrics, m)
+				}
+			}
+			own := ""
+			if td.Info != nil {
+				own = td.Info.OwnSetting
+			}
+			seen := map[string]int{}
+			for _, ci := range t.cols {
+				c := td.Columns[ci]
+				var parts []string
+				for _, m := range t.metrics {
+					if _, part := splitKey(m); !slices.Contains(parts, part) {
+						parts = append(parts, part)
+					}
+				}
+				if len(parts) == 0 {
+					parts = []string{""}
+				}
+				for _, part := range parts {
+					f := LMEvalFilter(c, len(budgets) > 1)
+					if part != "" {
+						f = part
+						if c.Setting != own || len(budgets) > 1 {
+							f = part + "@" + LMEvalFilter(c, len(budgets) > 1)
+						}
+					}
+					if seen[f]++; seen[f] > 1 {
+						f += "#" + strconv.Itoa(seen[f])
+					}
+					g := lmevalGroup{col: ci, part: part, filter: f}
+					for _, m := range t.metrics {
+						if _, p := splitKey(m); p == part {
+							g.metrics = append(g.metrics, m)
+						}
+					}
+					t.groups = append(t.groups, g)
 				}
 			}
 		}
@@ -335,20 +396,26 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		taskHib := map[string]any{}
 		sampleLen := 0
 		failed := map[string]int{}
-		for k, ci := range t.cols {
-			c := td.Columns[ci]
-			for _, r := range td.Rows {
+		for _, r := range td.Rows {
+			for _, ci := range t.cols {
+				c := td.Columns[ci]
 				if r.Setting != c.Label || r.Model != c.Model {
 					continue
 				}
-				failed[t.filters[k]] = max(failed[t.filters[k]], r.Failed)
 				sampleLen = max(sampleLen, r.N)
-				if !slices.Contains(t.metrics, r.Metric) {
+				g := t.groupOf(ci, r.Metric)
+				if g == nil || !slices.Contains(t.metrics, r.Metric) {
+					for _, g := range t.groups {
+						if g.col == ci {
+							failed[g.filter] = max(failed[g.filter], r.Failed)
+						}
+					}
 					continue
 				}
-				lm := scoring.LMEvalName(r.Metric)
-				res[lm+","+t.filters[k]] = jsonFloat(float64(r.Mean.Estimate))
-				res[lm+"_stderr,"+t.filters[k]] = jsonFloat(float64(r.Stderr))
+				failed[g.filter] = max(failed[g.filter], r.Failed)
+				lm, _ := splitKey(r.Metric)
+				res[lm+","+g.filter] = jsonFloat(float64(r.Mean.Estimate))
+				res[lm+"_stderr,"+g.filter] = jsonFloat(float64(r.Stderr))
 				taskHib[lm] = true
 			}
 		}
@@ -370,12 +437,13 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		configs[td.Task] = taskConfig(t, m)
 		metricNames := map[string]string{}
 		for _, mk := range t.metrics {
-			metricNames[scoring.LMEvalName(mk)] = mk
+			lm, _ := splitKey(mk)
+			metricNames[lm] = mk
 		}
 		filters := map[string]any{}
-		for k, ci := range t.cols {
-			c := td.Columns[ci]
-			filters[t.filters[k]] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget}
+		for _, g := range t.groups {
+			c := td.Columns[g.col]
+			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part}
 		}
 		tallyTasks[td.Task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed}
 	}
@@ -469,22 +537,38 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	set("fewshot_delimiter", sep)
 	set("num_fewshot", info.FewShot)
 	metricList := []map[string]any{}
+	seenMetric := map[string]bool{}
 	for _, mk := range t.metrics {
-		metricList = append(metricList, map[string]any{"metric": scoring.LMEvalName(mk), "aggregation": "mean", "higher_is_better": true})
+		if lm, _ := splitKey(mk); !seenMetric[lm] {
+			seenMetric[lm] = true
+			metricList = append(metricList, map[string]any{"metric": lm, "aggregation": "mean", "higher_is_better": true})
+		}
 	}
 	set("metric_list", metricList)
 	set("output_type", "generate_until")
 	maxBudget := 0
-	var filterList []map[string]any
-	for k, ci := range t.cols {
-		c := td.Columns[ci]
-		maxBudget = max(maxBudget, c.Budget)
-		pipeline, ok := info.Filters[c.Setting]
-		if !ok {
-			pipeline = []map[string]any{{"function": "tally_stop", "until": nonNil(c.Seqs()), "max_gen_toks": c.Budget}, {"function": "take_first"}}
-		}
-		filterList = append(filterList, map[string]any{"name": t.filters[k], "filter": pipeline})
+	for _, ci := range t.cols {
+		maxBudget = max(maxBudget, td.Columns[ci].Budget)
 	}
+	// filter_list names every filter the files use: a stop setting's cut
+	// (tally_stop), then the lm-eval filter pipeline its metric keys
+	// name, if any (the task's own setting is the lm-eval task's own
+	// generation: no cut of tally's before its pipeline).
+	var filterList []map[string]any
+	for _, g := range t.groups {
+		c := td.Columns[g.col]
+		var pipeline []map[string]any
+		if g.part == "" || c.Setting != info.OwnSetting {
+			pipeline = append(pipeline, map[string]any{"function": "tally_stop", "until": nonNil(c.Seqs()), "max_gen_toks": c.Budget})
+		}
+		if own, ok := info.Filters[g.part]; ok && g.part != "" {
+			pipeline = append(pipeline, own...)
+		} else {
+			pipeline = append(pipeline, map[string]any{"function": "take_first"})
+		}
+		filterList = append(filterList, map[string]any{"name": g.filter, "filter": pipeline})
+	}
+	cfg["filter_list"] = filterList
 	set("generation_kwargs", map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0})
 	set("repeats", 1)
 	set("filter_list", filterList)
@@ -545,15 +629,16 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	var hashes strings.Builder
 	docs := map[int]bool{}
 	var werr error
-	for k, ci := range t.cols {
+	for gi := range t.groups {
+		g := &t.groups[gi]
 		for _, i := range order {
 			sd := samples[i]
-			sc := sd.Under[ci]
+			sc := sd.Under[g.col]
 			if sc == nil {
 				continue
 			}
 			docs[i] = true
-			line := lmevalLine(docIDs[i], td, t, k, sd, sc, kwargs)
+			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs)
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
 			b, err := json.Marshal(line)
 			if err != nil {
@@ -648,8 +733,8 @@ func docOf(sd *SampleData) json.RawMessage {
 	return b
 }
 
-func lmevalLine(docID int, td *TaskData, t *lmevalTask, k int, sd *SampleData, sc *Scored, kwargs map[string]any) LMEvalSample {
-	c := td.Columns[t.cols[k]]
+func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Scored, kwargs map[string]any) LMEvalSample {
+	c := td.Columns[g.col]
 	doc := docOf(sd)
 	target := targetText(sd)
 	// lm-eval hashes json.dumps(doc, indent=2, ensure_ascii=False).
@@ -659,7 +744,7 @@ func lmevalLine(docID int, td *TaskData, t *lmevalTask, k int, sd *SampleData, s
 	line := LMEvalSample{
 		DocID: docID, Doc: doc, Target: target,
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
-		Resps:     [][]string{{sd.Text}}, FilteredResps: []string{sc.Prediction}, Filter: t.filters[k], Metrics: []string{},
+		Resps:     [][]string{{sd.Text}}, FilteredResps: []string{sc.Prediction}, Filter: g.filter, Metrics: []string{},
 		DocHash: hashString(string(docJSON)), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
 		MetricValues: map[string]float64{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
@@ -676,7 +761,7 @@ func lmevalLine(docID int, td *TaskData, t *lmevalTask, k int, sd *SampleData, s
 			}
 		}
 	}
-	for _, m := range t.metrics {
+	for _, m := range g.metrics {
 		v, ok := sc.Values[m]
 		if !ok && sc.Failed != "" {
 			v, ok = 0, true
@@ -684,7 +769,7 @@ func lmevalLine(docID int, td *TaskData, t *lmevalTask, k int, sd *SampleData, s
 		if !ok {
 			continue
 		}
-		lm := scoring.LMEvalName(m)
+		lm, _ := splitKey(m)
 		line.Metrics = append(line.Metrics, lm)
 		if finite(v) {
 			line.MetricValues[lm] = v

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"tally/backends/gomlx"
 	"tally/generate"
 	"tally/report"
+	"tally/tasks/lmeval"
 )
 
 // chat reports whether the session prompts its model through the chat
@@ -30,8 +33,28 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 		if s.flags.data != "" {
 			data = s.flags.data
 		}
-		out[c.Task] = &report.TaskInfo{FewShot: c.FewShot, FewShotSeparator: c.FewShotSeparator, Prompt: c.Prompt, Target: c.Target,
+		info := &report.TaskInfo{FewShot: c.FewShot, FewShotSeparator: c.FewShotSeparator, Prompt: c.Prompt, Target: c.Target,
 			Data: data, Metrics: c.Metrics, Description: c.Description}
+		if lm := c.LMEval(); lm != nil {
+			// A task read from an lm-eval YAML writes its own config and
+			// filter pipelines, its own generation being the setting of
+			// its until.
+			info.Version, info.FewShot, info.Prompt, info.Target, info.Description = lm.Version(), lm.NumFewshot(), "", "", ""
+			info.OwnSetting, info.Filters = lmeval.UntilSetting, map[string][]map[string]any{}
+			if b, err := json.Marshal(lm.Config()); err == nil {
+				json.Unmarshal(b, &info.LMEvalConfig)
+			}
+			var fl []struct {
+				Name   string           `json:"name"`
+				Filter []map[string]any `json:"filter"`
+			}
+			if raw, err := json.Marshal(info.LMEvalConfig["filter_list"]); err == nil && json.Unmarshal(raw, &fl) == nil {
+				for _, f := range fl {
+					info.Filters[f.Name] = f.Filter
+				}
+			}
+		}
+		out[c.Task] = info
 	}
 	return out
 }
@@ -77,6 +100,13 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 	}
 	if err != nil {
 		return err
+	}
+	if len(paths) == 0 {
+		var names []string
+		for _, td := range ds.Tasks {
+			names = append(names, td.Task)
+		}
+		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: nothing stored for %s\n", dir, strings.Join(append(names, "the selection")[:max(len(names), 1)], ", "))
 	}
 	for _, td := range ds.Tasks {
 		scored := false

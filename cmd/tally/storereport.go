@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -46,14 +45,16 @@ func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stop
 // task × stop setting (narrowed by --model, --tasks, --stop), in the
 // chosen format, and the lm-eval files under outputPath when set.
 func storeReport(ctx context.Context, f *runFlags, format, outputPath string, showChanged int, stdout, stderr io.Writer) error {
-	if _, err := os.Stat(f.storePath); err != nil {
-		return fmt.Errorf("report: store %s: %w", f.storePath, err)
-	}
-	st, err := store.OpenReadOnly(ctx, f.storePath)
+	st, err := openStoreReadOnly(ctx, f.storePath)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if models, err := st.Models(ctx); err != nil {
+		return err
+	} else if len(models) == 0 {
+		return noResults(f.storePath)
+	}
 	filter, err := storeFilter(ctx, st, f.model, f.tasks, f.stops)
 	if err != nil {
 		return err
