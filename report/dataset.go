@@ -502,22 +502,48 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	return ds, nil
 }
 
-// eachTask hands each task, with its samples, to fn in order; once fn is
-// done with a task, its samples, what they were read from and its lists of
-// changed samples go.
+// eachTask hands each task, with its samples, to fn in order, reading the
+// next task's samples while fn works on one; once fn is done with a task,
+// its samples, what they were read from and its lists of changed samples
+// go.
 func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens []genInfo, fn func(*TaskData) error) error {
-	for _, td := range ds.Tasks {
-		tl := byTask[td.Task]
-		finishStoreTask(tl)
-		if err := readSamples(ctx, st, tl, gens, true); err != nil {
+	type read struct {
+		td  *TaskData
+		err error
+	}
+	next := make(chan read) // unbuffered: at most one task read ahead
+	done := make(chan struct{})
+	go func() {
+		defer close(next)
+		for _, td := range ds.Tasks {
+			tl := byTask[td.Task]
+			finishStoreTask(tl)
+			err := readSamples(ctx, st, tl, gens, true)
+			select {
+			case next <- read{td, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		for range next {
+		}
+	}()
+	for r := range next {
+		if r.err != nil {
+			return r.err
+		}
+		if err := fn(r.td); err != nil {
 			return err
 		}
-		if err := fn(td); err != nil {
-			return err
-		}
-		td.Samples, tl.series = nil, nil
-		for i := range td.Rows {
-			td.Rows[i].Changed = nil
+		r.td.Samples, byTask[r.td.Task].series = nil, nil
+		for i := range r.td.Rows {
+			r.td.Rows[i].Changed = nil
 		}
 	}
 	return nil
