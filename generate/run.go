@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tally/backends"
+	"tally/internal/redact"
 	"tally/scoring/stats"
 	"tally/store"
 )
@@ -576,7 +577,7 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 		g.Continued = it.Stored.Continued + 1
 	}
 	if ev.Err != nil {
-		g.Error = ev.Err.Error()
+		g.Error = redact.String(ev.Err.Error())
 	}
 	stops := struct {
 		Settings []StopSetting    `json:"settings"`

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"tally/internal/redact"
 )
 
 // The store speaks to two SQL engines through database/sql: SQLite (the
@@ -29,24 +30,66 @@ const (
 	postgresEngine
 )
 
-// IsPostgres reports whether a --store value names a PostgreSQL store
-// (a postgres:// or postgresql:// URL) rather than a SQLite file.
+// IsPostgres reports whether a --store value names a PostgreSQL store: a
+// postgres:// or postgresql:// URL, or a key=value connection string
+// ("host=… dbname=… password=…") — never a SQLite file, whose name would
+// then hold the password.
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywordDSN(dsn)
 }
 
-// Redact returns a store location fit to print: a PostgreSQL URL without
-// its password; a file path unchanged.
-func Redact(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
+// pgKeyword reports whether k is one of libpq's connection keywords: a
+// string of key=value pairs naming at least one of them (and only
+// identifiers) is a connection string.
+func pgKeyword(k string) bool {
+	switch k {
+	case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "sslmode", "sslcert", "sslkey",
+		"sslrootcert", "sslpassword", "connect_timeout", "application_name", "target_session_attrs", "options":
+		return true
 	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres://…"
-	}
-	return u.Redacted()
+	return false
 }
+
+// isKeywordDSN reports whether s parses as libpq key=value pairs (values
+// bare or single-quoted with backslash escapes) of which at least one key
+// is a libpq keyword.
+func isKeywordDSN(s string) bool {
+	known := false
+	for s = strings.TrimLeft(s, " \t\n"); s != ""; s = strings.TrimLeft(s, " \t\n") {
+		i := strings.IndexFunc(s, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		if i <= 0 {
+			return false
+		}
+		key := s[:i]
+		s = strings.TrimLeft(s[i:], " \t")
+		if !strings.HasPrefix(s, "=") {
+			return false
+		}
+		s = strings.TrimLeft(s[1:], " \t")
+		if strings.HasPrefix(s, "'") {
+			j, esc := 1, false
+			for ; j < len(s) && (esc || s[j] != '\''); j++ {
+				esc = !esc && s[j] == '\\'
+			}
+			if j == len(s) {
+				return false // unterminated quote
+			}
+			s = s[j+1:]
+		} else if j := strings.IndexAny(s, " \t\n"); j >= 0 {
+			s = s[j:]
+		} else {
+			s = ""
+		}
+		known = known || pgKeyword(key)
+	}
+	return known
+}
+
+// Redact returns a store location (or any message naming one) fit to
+// print: passwords in PostgreSQL URLs and connection strings masked
+// (redact.String, the one redaction every message goes through); a file
+// path unchanged.
+func Redact(dsn string) string { return redact.String(dsn) }
 
 // text is the argument that stores model text (a prompt, a continuation,
 // a prediction): a string for SQLite, bytes for PostgreSQL, whose columns

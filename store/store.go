@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"tally/internal/redact"
 )
 
 // migrations are applied in order; PRAGMA user_version records how many
@@ -409,6 +411,7 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 // together.
 func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Generation, scores []Score) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	gens = redactErrors(gens)
 	release := func(tx *txn) error {
 		if owner == "" || len(gens) == 0 {
 			return nil
@@ -615,7 +618,7 @@ func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Gener
 	if !want[g.Key] {
 		return g, false, nil
 	}
-	g.Text, g.Imported = string(text), imported != 0
+	g.Text, g.Imported, g.Error = string(text), imported != 0, redact.String(g.Error)
 	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
 	return g, true, nil
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"tally/internal/redact"
 )
 
 // Exit statuses (documented in the README).
@@ -55,7 +57,9 @@ func exitStatus(err error, w io.Writer) int {
 		fmt.Fprintln(w, "tally: interrupted; finished work is committed, run the same command again to resume")
 		return ExitInterrupted
 	}
-	fmt.Fprintln(w, "tally:", err)
+	// Every message goes through one redaction: the OpenAI API key (a
+	// server may echo it), Authorization values, store passwords.
+	fmt.Fprintln(w, "tally:", redact.String(err.Error(), os.Getenv("OPENAI_API_KEY")))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
