@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -102,10 +105,20 @@ func (e engine) text(s string) any {
 	return s
 }
 
-// conn is a database handle that rewrites placeholders for its engine.
+// conn is a database handle that rewrites placeholders for its engine and,
+// for PostgreSQL, waits out a lost server for up to lostFor.
 type conn struct {
 	*sql.DB
 	eng engine
+	// where is the store's location, redacted, for messages.
+	where string
+	// lostFor bounds how long a lost server is waited for, counted from
+	// the first failure of the outage (PostgreSQL only).
+	lostFor time.Duration
+	// lostAt is when the current outage began (Unix nanoseconds; 0 while
+	// the server answers), shared by every operation: once lostFor has
+	// passed, each operation tries once and fails, rather than wait anew.
+	lostAt atomic.Int64
 }
 
 // rebind rewrites "?" placeholders (outside quoted strings) to "$n" for
@@ -145,7 +158,7 @@ func itoa(n int) string {
 // QueryContext runs a query with the engine's placeholders.
 func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	var rows *sql.Rows
-	err := c.eng.retry(ctx, func() (err error) {
+	err := c.retry(ctx, func() (err error) {
 		rows, err = c.DB.QueryContext(ctx, c.eng.rebind(q), args...)
 		return err
 	})
@@ -155,7 +168,7 @@ func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 // QueryRowContext runs a one-row query with the engine's placeholders.
 func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	var row *sql.Row
-	c.eng.retry(ctx, func() error {
+	c.retry(ctx, func() error {
 		row = c.DB.QueryRowContext(ctx, c.eng.rebind(q), args...)
 		return row.Err()
 	})
@@ -165,7 +178,7 @@ func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.
 // ExecContext runs a statement with the engine's placeholders.
 func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := c.eng.retry(ctx, func() (err error) {
+	err := c.retry(ctx, func() (err error) {
 		res, err = c.DB.ExecContext(ctx, c.eng.rebind(q), args...)
 		return err
 	})
@@ -198,9 +211,27 @@ func (t *txn) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
 	return t.Tx.PrepareContext(ctx, t.eng.rebind(q))
 }
 
-// retryFor bounds how long a PostgreSQL store waits out a lost server (a
-// restart, a fail-over) before an operation fails.
-const retryFor = 2 * time.Minute
+// DefaultLostFor is how long a PostgreSQL store waits out a lost server (a
+// restart, a fail-over) before it gives up: counted from the first failed
+// operation, for all operations together. WaitEnv overrides it.
+const DefaultLostFor = 2 * time.Minute
+
+// WaitEnv is the environment variable that sets how long a PostgreSQL
+// store waits out a lost server (a Go duration: 30s, 10m).
+const WaitEnv = "TALLY_STORE_WAIT"
+
+// waitFromEnv reads WaitEnv (DefaultLostFor when unset).
+func waitFromEnv() (time.Duration, error) {
+	v := os.Getenv(WaitEnv)
+	if v == "" {
+		return DefaultLostFor, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 30s or 5m", WaitEnv, v)
+	}
+	return d, nil
+}
 
 // transient reports whether a PostgreSQL error is the server or the
 // connection going away (or a serialisation conflict), so that the
@@ -240,23 +271,45 @@ func transient(err error) bool {
 }
 
 // retry runs f, and for PostgreSQL runs it again with back-off while it
-// fails transiently, for up to retryFor. Every statement the store issues
-// is an upsert, a delete or a read, so running one again is safe.
-func (e engine) retry(ctx context.Context, f func() error) error {
+// fails transiently, until ctx is done or the server has been lost for
+// lostFor (counted from the outage's first failure, across operations).
+// Every statement the store issues is an upsert, a delete or a read, so
+// running one again is safe.
+func (c *conn) retry(ctx context.Context, f func() error) error {
 	err := f()
-	if e != postgresEngine || !transient(err) {
+	if c.eng != postgresEngine {
 		return err
 	}
-	deadline := time.Now().Add(retryFor)
+	if !transient(err) {
+		if err == nil {
+			c.lostAt.Store(0)
+		}
+		return err
+	}
+	now := time.Now().UnixNano()
+	c.lostAt.CompareAndSwap(0, now)
+	since := c.lostAt.Load()
+	if since == 0 {
+		since = now
+	}
+	deadline := time.Unix(0, since).Add(c.lostFor)
 	wait := 50 * time.Millisecond
-	for transient(err) && time.Now().Before(deadline) {
+	for transient(err) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("store %s: no answer from the server for %s: giving up (%s sets how long to wait): %w",
+				c.where, time.Since(time.Unix(0, since)).Round(time.Second), WaitEnv, err)
+		}
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
-		case <-time.After(wait):
+		case <-time.After(min(wait, left)):
 		}
 		wait = min(2*wait, 2*time.Second)
 		err = f()
+	}
+	if err == nil {
+		c.lostAt.Store(0)
 	}
 	return err
 }

@@ -792,7 +792,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 // tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
 // lost connection or server is run again from its start.
 func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
-	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+	return s.db.retry(ctx, func() error { return s.tx1(ctx, f) })
 }
 
 func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {

@@ -335,6 +335,8 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	finishCtx, endFinish := store.WithGrace(ctx)
+	defer endFinish()
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
@@ -347,9 +349,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		status = "interrupted"
 	}
 	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, with a context that is
-	// not cancelled.
-	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
+	// Record the run's end even when interrupted, within
+	// store.CommitGrace of the signal.
+	if err := s.st.FinishRun(finishCtx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
 		execErr = err
 	}
 	if execErr != nil {
