@@ -128,6 +128,9 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 		data = b
 	}
 	if len(set) > 0 {
+		if err := checkSet(set); err != nil {
+			return nil, err
+		}
 		var err error
 		if data, err = setFields(data, set); err != nil {
 			return nil, fmt.Errorf("read task %s: %w", spec, err)
@@ -209,6 +212,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("field max_tokens must be positive")
 	case len(c.Metrics) == 0:
 		return fmt.Errorf("field metrics is empty")
+	case c.FewShot < 0:
+		return fmt.Errorf("field fewshot: %d, want 0 or more examples", c.FewShot)
+	case c.FewShot > 0 && (l.Rows == nil || c.Target == ""):
+		return fmt.Errorf("fewshot %d: the %s loader's prompts take no few-shot examples (only tasks with a prompt and a target template do)", c.FewShot, c.Loader)
 	}
 	for _, m := range c.Metrics {
 		if _, ok := lookupMetric(m); !ok {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,11 @@ type runFlags struct {
 	baseURL, modelRevision string
 	chat                   bool
 	outputPath             string
+	// fewshot is --fewshot (lm-eval's --num_fewshot), applied as --set
+	// fewshot=N when given; modelArgs is lm-eval's --model_args, applied
+	// by lmevalcli.ApplyModelArgs before the command runs.
+	fewshot   int
+	modelArgs string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -73,6 +79,11 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
+	fl.IntVar(&f.fewshot, "fewshot", 0, "solved examples put before each prompt (default: the task's; lm-eval's --num_fewshot)")
+	fl.StringVar(&f.modelArgs, "model-args", "", "lm-eval's --model_args: --model hf --model-args pretrained=PATH is --model PATH")
+	fl.MarkHidden("model-args")
+	fl.Bool("log-samples", false, "lm-eval's --log_samples: accepted; --output-path always writes the samples files")
+	fl.MarkHidden("log-samples")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
 	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots), doubled up to 256 while batches are fast)")
@@ -103,6 +114,9 @@ func (f *runFlags) validate() error {
 		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
+	}
+	if f.fewshot < 0 {
+		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
 	}
 	if f.lease <= 0 && f.fs != nil && f.fs.Changed("lease") {
 		return fmt.Errorf("--lease %v: want a positive duration", f.lease)
@@ -137,6 +151,17 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 	return out, nil
 }
 
+// setArgs is --set with --fewshot N added as fewshot=N when given.
+func (f *runFlags) setArgs() []string {
+	if f.fs == nil || !f.fs.Changed("fewshot") {
+		return f.set
+	}
+	return append(slices.Clip(f.set), fmt.Sprintf("fewshot=%d", f.fewshot))
+}
+
+// listTasks reports whether --tasks is lm-eval's `--tasks list`.
+func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
+
 // loadJobs resolves tasks and loads their samples; no model is needed.
 func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
 	if err := f.validate(); err != nil {
@@ -153,10 +178,13 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
-	for _, kv := range f.set {
+	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
+			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
@@ -219,25 +247,51 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	openStore := store.Open
-	if readOnly {
-		openStore = store.OpenReadOnly
-	}
-	st, err := openStore(ctx, f.storePath)
+	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(cfgs, jobs))
 	if err != nil {
 		return nil, err
-	}
-	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
-		be.Close()
-		st.Close()
-		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
 	}
 	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+}
+
+// openStoreAndModel opens the store (read-only: an existing one only) and
+// the model. A store this command would create is created once the model
+// opened, so that a model that fails to open leaves no empty store behind.
+func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions) (st *store.Store, be backends.Backend, err error) {
+	openStore := func() (err error) {
+		if readOnly {
+			st, err = openStoreReadOnly(ctx, f.storePath)
+		} else {
+			st, err = store.Open(ctx, f.storePath)
+		}
+		return err
+	}
+	openBackend := func() (err error) {
+		if be, err = openModel(ctx, f.model, mo); err != nil {
+			return err
+		}
+		if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
+			return fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
+		}
+		return nil
+	}
+	first, second := openStore, openBackend
+	if !readOnly && !storeExists(f.storePath) {
+		first, second = openBackend, openStore
+	}
+	if err = first(); err == nil {
+		err = second()
+	}
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		if be != nil {
+			be.Close()
+		}
+		return nil, nil, err
+	}
+	return st, be, nil
 }
 
 // Close releases the model and the store.
@@ -257,6 +311,9 @@ func newRunCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  noArgsWorker,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.listTasks() {
+				return printTasks(cmd.OutOrStdout())
+			}
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -328,7 +385,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
@@ -358,21 +415,11 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return execErr
 	}
 	warnUnscorable(stderr, sum.Unscorable)
-	sort.Strings(sum.ErrorSamples)
-	for i, e := range sum.ErrorSamples {
-		if i == 5 {
-			fmt.Fprintf(stderr, "tally: … and %d more failed samples (tally plan shows them; tally rerun retries them)\n", len(sum.ErrorSamples)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s\n", e)
-	}
-	sort.Strings(sum.Overflowed)
-	for i, id := range sum.Overflowed {
-		if i == 10 {
-			fmt.Fprintf(stderr, "tally: … and %d more prompts beyond the context\n", len(sum.Overflowed)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
+	// Each failed sample was printed as it failed (progress); one line
+	// sums up the prompts beyond the context.
+	if n := len(sum.Overflowed); n > 0 {
+		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -520,6 +567,9 @@ type planJSON struct {
 	Requests         int                     `json:"requests"`
 	TokensToGenerate int                     `json:"tokens_to_generate"`
 	PromptTokens     int                     `json:"prompt_tokens"`
+	// Untokenised counts the requests whose prompt length is unknown (a
+	// server backend tokenises them): prompt_tokens leaves them out.
+	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
 	Throughput       *float64                     `json:"tokens_per_second"`
@@ -541,7 +591,7 @@ type counts map[generate.Status]int
 
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
-		PromptTokens: p.PromptTokens, Overflow: p.Overflow, Stale: p.Stale,
+		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
 	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
 		tps, secs := p.Throughput, p.EstimatedSeconds
@@ -617,8 +667,20 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %d prompt tokens to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
+	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
+		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// prefillText says how many prompt tokens the plan's work prefills; the
+// length of a prompt a server tokenises is unknown until the server says.
+func prefillText(p *generate.Plan) string {
+	switch {
+	case p.Untokenised == 0:
+		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+	case p.PromptTokens == 0:
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+	}
+	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
 }
 
 // plannedCommand is a command that opens the store and model, plans the

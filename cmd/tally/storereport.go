@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -47,14 +46,16 @@ func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stop
 // task × stop setting (narrowed by --model, --tasks, --stop), in the
 // chosen format, and the lm-eval files under outputPath when set.
 func storeReport(ctx context.Context, f *runFlags, format, outputPath string, showChanged int, stdout, stderr io.Writer) error {
-	if _, err := os.Stat(f.storePath); err != nil {
-		return fmt.Errorf("report: store %s: %w", f.storePath, err)
-	}
-	st, err := store.OpenReadOnly(ctx, f.storePath)
+	st, err := openStoreReadOnly(ctx, f.storePath)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if models, err := st.Models(ctx); err != nil {
+		return err
+	} else if len(models) == 0 {
+		return noResults(f.storePath)
+	}
 	filter, err := storeFilter(ctx, st, f.model, f.tasks, f.stops)
 	if err != nil {
 		return err
@@ -120,6 +121,9 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 	paths, err := report.WriteLMEval(dir, ds, version(), time.Now())
 	if err != nil {
 		return err
+	}
+	if len(paths) == 0 {
+		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: no scored samples of %s on %s\n", dir, f.model, strings.Join(tasks, ", "))
 	}
 	for _, p := range paths {
 		fmt.Fprintln(stderr, "wrote", p)
