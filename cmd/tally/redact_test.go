@@ -173,6 +173,7 @@ func TestStorePasswordRedacted(t *testing.T) {
 				{"demo", "--limit", "2", "--worker", "--store", tc.store},
 				{"ls", "--store", tc.store},
 				{"plan", "--model", "demo", "--tasks", "demo", "--limit", "2", "--store", tc.store},
+				{"report", "--store", tc.store, "--format", "html"}, // its title names the store
 			} {
 				cmd := exec.Command(built, args...)
 				cmd.Dir = dir

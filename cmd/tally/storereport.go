@@ -72,9 +72,9 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 		return err
 	}
 	noteChecked(stderr, rs)
-	ds.Title = "tally report: " + f.storePath
+	ds.Title = "tally report: " + st.Path()
 	if len(ds.Tasks) == 0 {
-		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
+		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", st.Path())
 	}
 	if outputPath != "" {
 		paths, err := report.WriteLMEval(outputPath, ds, version(), time.Now())
