@@ -15,6 +15,7 @@ import (
 	"tally/backends/gomlx"
 	"tally/backends/tokenizer"
 	"tally/tasks"
+	"tally/tasks/lmeval"
 )
 
 func newGenerateCmd() *cobra.Command {
@@ -161,14 +162,24 @@ func newTokenizeCmd() *cobra.Command {
 }
 
 func newTasksCmd() *cobra.Command {
-	return &cobra.Command{
+	var lmevalDir string
+	cmd := &cobra.Command{
 		Use:   "tasks [list]",
-		Short: "List the built-in tasks",
+		Short: "List the built-in tasks, or which lm-eval task files of a folder tally runs (--lm-eval DIR)",
 		Args:  listArg,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if lmevalDir != "" {
+				sv, err := lmeval.SurveyDir(lmevalDir)
+				if err != nil {
+					return err
+				}
+				return sv.Write(cmd.OutOrStdout())
+			}
 			return printTasks(cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().StringVar(&lmevalDir, "lm-eval", "", "a checkout's lm_eval/tasks folder: list which task files load and why the others do not")
+	return cmd
 }
 
 // listArg accepts no argument or "list" (lm-eval's `--tasks list` habit).

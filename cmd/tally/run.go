@@ -65,7 +65,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
-	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
+	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
@@ -191,11 +191,15 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
 	found := map[string]bool{}
+	var resolved []*tasks.Config
 	for _, spec := range f.tasks {
-		cfg, err := tasks.ResolveWith(spec, set)
+		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
+		resolved = append(resolved, cs...)
+	}
+	for _, cfg := range resolved {
 		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
 		if err != nil {
 			return nil, nil, err
@@ -209,11 +213,8 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
 			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
-		if len(stops) > 0 {
-			j.Settings = stops
-		}
 		if f.maxTokens > 0 {
 			j.MaxTokens = f.maxTokens
 		}
@@ -434,7 +435,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
 	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -773,7 +774,7 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {

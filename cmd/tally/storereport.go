@@ -100,13 +100,27 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	return report.Text(stdout, rows, showChanged)
 }
 
-// writeOutputPath writes the lm-eval files of the given model and tasks
-// after a run or rescore (--output-path).
-func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []string, dir string, stderr io.Writer) error {
+// writeOutputPath writes the lm-eval files of the given model and jobs
+// (their tasks and the stop settings they scored, which for an lm-eval
+// task include its "until" beside --stop) after a run or rescore
+// (--output-path).
+func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, jobs []*generate.Job, dir string, stderr io.Writer) error {
 	if dir == "" {
 		return nil
 	}
-	filter, err := storeFilter(ctx, st, f.model, tasks, f.stops)
+	var settings []string
+	if len(f.stops) > 0 {
+		seen := map[string]bool{}
+		for _, j := range jobs {
+			for _, s := range j.Settings {
+				if !seen[s.Name] {
+					seen[s.Name] = true
+					settings = append(settings, s.Name)
+				}
+			}
+		}
+	}
+	filter, err := storeFilter(ctx, st, f.model, jobTasks(jobs), settings)
 	if err != nil {
 		return err
 	}
@@ -123,7 +137,7 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 		return err
 	}
 	if len(paths) == 0 {
-		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: no scored samples of %s on %s\n", dir, f.model, strings.Join(tasks, ", "))
+		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: no scored samples of %s on %s\n", dir, f.model, strings.Join(jobTasks(jobs), ", "))
 	}
 	for _, p := range paths {
 		fmt.Fprintln(stderr, "wrote", p)
