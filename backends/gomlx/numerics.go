@@ -126,7 +126,7 @@ func resolveProducts(mode DType, file dtypes.DType, device string) (dtypes.DType
 		return dtypes.Float16, ""
 	}
 	if file == dtypes.Float16 && pureGo {
-		return dtypes.InvalidDType, "the float16 checkpoint runs its products in float32 (exact widening): float16 products are slow on the pure-Go backend; --dtype float16 runs them anyway"
+		return dtypes.InvalidDType, "the float16 checkpoint's products run in float32, exactly widened: float16 products are slow on the pure-Go backend; --dtype float16 runs them anyway"
 	}
 	return file, ""
 }

@@ -69,9 +69,10 @@ func bf16Demo(t *testing.T) string {
 // reused under another. On a bfloat16 checkpoint a run at --dtype float32
 // after a run at the default generates every sample again, and `tally
 // plan` says why first: the samples are stored under another fingerprint,
-// which it names, with how its arithmetic differs. The default run after
-// both reuses its own generations; tally ls shows each run's dtype; a
-// server backend refuses --dtype.
+// which it names, with how its arithmetic differs (and rerun, which finds
+// nothing of its own to redo, names them too). The default run after both
+// reuses its own generations; tally ls shows each run's dtype; a server
+// backend refuses --dtype.
 func TestDTypeNotReused(t *testing.T) {
 	bin := buildTally(t)
 	model := bf16Demo(t)
@@ -98,6 +99,10 @@ func TestDTypeNotReused(t *testing.T) {
 	if plan.Counts["missing"] == 0 || len(plan.Superseded) != 1 || plan.Superseded[0].Samples != 4 ||
 		!strings.HasPrefix(plan.Superseded[0].Fingerprint, "gomlx:bfloat16:") || !strings.HasPrefix(plan.Fingerprint, "gomlx:float32:") {
 		t.Errorf("plan --json: fingerprint %s, counts %v, other arithmetic %+v", plan.Fingerprint, plan.Counts, plan.Superseded)
+	}
+	if out, err := runTallyErr(bin, with("rerun", "--dtype", "float32")...); err == nil ||
+		!strings.Contains(out, "only under another arithmetic: 4 samples under gomlx:bfloat16:") {
+		t.Errorf("rerun --dtype float32 before any float32 run: %v\n%s", err, out)
 	}
 	s, out = runTally(t, bin, with("run", "--dtype", "float32", "--json")...)
 	if s.GenerationsNew != 4 || s.GenerationsReused != 0 || !strings.Contains(out, "products in float32") {

@@ -634,8 +634,9 @@ func printPlan(w io.Writer, p *generate.Plan) {
 		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
 }
 
-// supersededNote is ", only under another arithmetic: …" when the store
-// holds the plan's samples under this model's other fingerprints, else "".
+// supersededNote is " under its fingerprint FP, only under another
+// arithmetic: …" when the store holds the plan's missing samples under this
+// model's other fingerprints (see generate.Superseded), else "".
 func supersededNote(p *generate.Plan) string {
 	var parts []string
 	for _, o := range p.Superseded {
