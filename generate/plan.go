@@ -104,8 +104,12 @@ type Plan struct {
 	Requests int
 	// TokensToGenerate is an upper bound: each request's budget.
 	TokensToGenerate int
-	// PromptTokens is the number of prompt (and prefix) tokens to prefill.
+	// PromptTokens is the number of prompt (and prefix) tokens to prefill,
+	// over the requests whose prompt ids are known; Untokenised counts the
+	// requests whose prompt a server backend tokenises (its length unknown
+	// before the server says).
 	PromptTokens int
+	Untokenised  int
 	// Throughput is generated tokens per second measured in earlier runs of
 	// this model (0 when unknown); EstimatedSeconds derives from it (-1
 	// when unknown).
@@ -247,6 +251,9 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 			}
 			p.TokensToGenerate += it.NewTokens
 			p.PromptTokens += promptLen
+			if it.PromptIDs == nil {
+				p.Untokenised++
+			}
 		}
 	}
 	if p.Superseded, err = superseded(ctx, st, be, p); err != nil {

@@ -24,7 +24,10 @@ import (
 type Progress interface {
 	// Start announces the number of samples that need model work.
 	Start(samples int)
-	// Tokens reports n newly generated tokens.
+	// Tokens reports n newly generated tokens. When a sample ends, n
+	// corrects what was reported for it to the backend's count (negative
+	// when a server streamed more pieces than tokens), so that the tokens
+	// reported add up to Summary.GeneratedTokens.
 	Tokens(n int)
 	// SampleDone reports one finished sample.
 	SampleDone()
@@ -230,12 +233,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		st.EndWorker(context.Background(), opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
 	}()
 
+	ctxLen := be.ContextLength()
 	tp, _ := opt.Progress.(TokenProgress)
 	if tp != nil {
-		tp.Work(workTokens(pending))
+		tp.Work(workTokens(pending, ctxLen))
 	}
 	genStart := time.Now()
-	ctxLen := be.ContextLength()
 	// Work is claimed from a window of the pending keys at a time (so that
 	// a claim and a look at what peers stored cost the same for any size of
 	// run); the window moves on when it holds nothing this process can
@@ -246,6 +249,7 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	// owner id), so that workers started together do not all contend for
 	// the same first claims.
 	off, idle := startOffset(opt.Owner, len(pending), window()), 0
+	var noted time.Time // when a WaitProgress was last told what this process waits for
 	for len(pending) > 0 && runErr == nil {
 		if off >= len(pending) {
 			off = 0
@@ -394,6 +398,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			idle += winItems
 			if idle >= len(pending) {
 				idle, off = 0, 0
+				if wp, ok := opt.Progress.(WaitProgress); ok && time.Since(noted) >= WaitNoteEvery {
+					noted = time.Now()
+					if w, err := waitFor(ctx, st, pending); err == nil && len(w.Holders) > 0 {
+						wp.Waiting(w)
+					}
+				}
 				select {
 				case <-ctx.Done():
 					runErr = ctx.Err()
@@ -492,6 +502,7 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 			newTokens = 1
 		}
 		if newTokens > 0 && opt.Progress != nil {
+			s.reported += newTokens
 			opt.Progress.Tokens(newTokens)
 		}
 		done := s.matcher.Feed(ev.Text)
@@ -520,8 +531,17 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
+			if opt.Progress != nil && max(newTok, 0) != s.reported {
+				// Progress counted streamed pieces (a server's carry no
+				// ids): its total now agrees with the summary's.
+				opt.Progress.Tokens(max(newTok, 0) - s.reported)
+			}
 			if tp != nil {
-				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, ev.PromptTokens, s.it.NewTokens, max(newTok, 0), g.Error)
+				prefilled := ev.PromptTokens
+				if g.Finish == backends.FinishContext {
+					prefilled = 0 // as in the summary: never prefilled
+				}
+				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, prefilled, s.it.NewTokens, max(newTok, 0), g.Error)
 			}
 			if opt.Progress != nil {
 				opt.Progress.SampleDone()
@@ -544,12 +564,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 }
 
 type reqState struct {
-	it      *Item
-	matcher *Matcher
-	text    []byte
-	ids     []int
-	offsets []int
-	started time.Time
+	// reported counts the tokens reported to Progress.Tokens.
+	reported int
+	it       *Item
+	matcher  *Matcher
+	text     []byte
+	ids      []int
+	offsets  []int
+	started  time.Time
 }
 
 func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Generation {

@@ -120,6 +120,12 @@ func TestDTypeNotReused(t *testing.T) {
 			t.Errorf("tally ls lacks %q:\n%s", want, ls)
 		}
 	}
+	// lm-evaluation-harness's spelling: --model hf --model_args dtype=….
+	out = tallyOut(t, "plan", "--model", "hf", "--model_args", "pretrained="+model+",dtype=float32", "--tasks", "demo", "--limit", "4", "--store", db, "--json")
+	var viaArgs planJSON
+	if err := json.Unmarshal([]byte(out), &viaArgs); err != nil || !strings.HasPrefix(viaArgs.Fingerprint, "gomlx:float32:") || viaArgs.Counts["missing"] != 0 {
+		t.Errorf("--model_args dtype=float32: fingerprint %s, counts %v, %v", viaArgs.Fingerprint, viaArgs.Counts, err)
+	}
 	for _, bad := range [][]string{{"--dtype", "int8"}, {"--model", "ollama:llama3", "--dtype", "float32"}} {
 		out, err := runTallyErr(bin, append(with("plan"), bad...)...)
 		if err == nil || !strings.Contains(out, "--dtype") {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"tally/internal/lmevalcli"
 )
 
 // Exit statuses (documented in the README).
@@ -88,5 +90,16 @@ func newRoot() *cobra.Command {
 		newTokenizeCmd(),
 		newVersionCmd(),
 	)
+	understandLMEval(root)
 	return root
+}
+
+// understandLMEval makes root's commands take lm-evaluation-harness's
+// spellings (--num_fewshot, --output_path, --model hf --model_args …) as
+// aliases of tally's flags, and refuse the others with one line naming
+// tally's spelling. Call it after every subcommand is added.
+func understandLMEval(root *cobra.Command) {
+	root.SetGlobalNormalizationFunc(lmevalcli.Normalize)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return lmevalcli.FlagError(c.CommandPath(), err) })
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return lmevalcli.ApplyModelArgs(c.Flags()) }
 }

@@ -105,25 +105,25 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	case strings.HasPrefix(spec, "ollama:"):
 		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		return m, nil
 	case strings.HasPrefix(spec, "openai:"):
 		m, err := openai.Open(ctx, strings.TrimPrefix(spec, "openai:"), openai.Options{
 			BaseURL: o.baseURL, Revision: o.revision, Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		return m, nil
 	default:
 		m, err := gomlx.Open(ctx, spec, opts)
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		if chat {
 			if err := useChatTemplate(m, spec, o.systems); err != nil {
 				m.Close()
-				return nil, fmt.Errorf("open model %s: %w", spec, err)
+				return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 			}
 		}
 		return m, nil

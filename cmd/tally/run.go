@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -52,6 +53,11 @@ type runFlags struct {
 	baseURL, modelRevision string
 	chat                   bool
 	outputPath             string
+	// fewshot is --fewshot (lm-eval's --num_fewshot), applied as --set
+	// fewshot=N when given; modelArgs is lm-eval's --model_args, applied
+	// by lmevalcli.ApplyModelArgs before the command runs.
+	fewshot   int
+	modelArgs string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -61,7 +67,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
-	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
+	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
@@ -75,6 +81,11 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
+	fl.IntVar(&f.fewshot, "fewshot", 0, "solved examples put before each prompt (default: the task's; lm-eval's --num_fewshot)")
+	fl.StringVar(&f.modelArgs, "model-args", "", "lm-eval's --model_args: --model hf --model-args pretrained=PATH is --model PATH")
+	fl.MarkHidden("model-args")
+	fl.Bool("log-samples", false, "lm-eval's --log_samples: accepted; --output-path always writes the samples files")
+	fl.MarkHidden("log-samples")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
 	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots), doubled up to 256 while batches are fast)")
@@ -109,6 +120,9 @@ func (f *runFlags) validate() error {
 	if _, err := gomlx.ParseDType(f.dtype); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
+	if f.fewshot < 0 {
+		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
+	}
 	if f.lease <= 0 && f.fs != nil && f.fs.Changed("lease") {
 		return fmt.Errorf("--lease %v: want a positive duration", f.lease)
 	}
@@ -142,6 +156,17 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 	return out, nil
 }
 
+// setArgs is --set with --fewshot N added as fewshot=N when given.
+func (f *runFlags) setArgs() []string {
+	if f.fs == nil || !f.fs.Changed("fewshot") {
+		return f.set
+	}
+	return append(slices.Clip(f.set), fmt.Sprintf("fewshot=%d", f.fewshot))
+}
+
+// listTasks reports whether --tasks is lm-eval's `--tasks list`.
+func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
+
 // loadJobs resolves tasks and loads their samples; no model is needed.
 func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
 	if err := f.validate(); err != nil {
@@ -158,21 +183,28 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
-	for _, kv := range f.set {
+	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
+			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
 	found := map[string]bool{}
+	var resolved []*tasks.Config
 	for _, spec := range f.tasks {
-		cfg, err := tasks.ResolveWith(spec, set)
+		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
+		resolved = append(resolved, cs...)
+	}
+	for _, cfg := range resolved {
 		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
 		if err != nil {
 			return nil, nil, err
@@ -186,11 +218,8 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
 			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
-		if len(stops) > 0 {
-			j.Settings = stops
-		}
 		if f.maxTokens > 0 {
 			j.MaxTokens = f.maxTokens
 		}
@@ -224,25 +253,51 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	openStore := store.Open
-	if readOnly {
-		openStore = store.OpenReadOnly
-	}
-	st, err := openStore(ctx, f.storePath)
+	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(cfgs, jobs))
 	if err != nil {
 		return nil, err
-	}
-	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
-		be.Close()
-		st.Close()
-		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
 	}
 	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+}
+
+// openStoreAndModel opens the store (read-only: an existing one only) and
+// the model. A store this command would create is created once the model
+// opened, so that a model that fails to open leaves no empty store behind.
+func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions) (st *store.Store, be backends.Backend, err error) {
+	openStore := func() (err error) {
+		if readOnly {
+			st, err = openStoreReadOnly(ctx, f.storePath)
+		} else {
+			st, err = store.Open(ctx, f.storePath)
+		}
+		return err
+	}
+	openBackend := func() (err error) {
+		if be, err = openModel(ctx, f.model, mo); err != nil {
+			return err
+		}
+		if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
+			return fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
+		}
+		return nil
+	}
+	first, second := openStore, openBackend
+	if !readOnly && !storeExists(f.storePath) {
+		first, second = openBackend, openStore
+	}
+	if err = first(); err == nil {
+		err = second()
+	}
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		if be != nil {
+			be.Close()
+		}
+		return nil, nil, err
+	}
+	return st, be, nil
 }
 
 // Close releases the model and the store.
@@ -262,6 +317,9 @@ func newRunCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  noArgsWorker,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.listTasks() {
+				return printTasks(cmd.OutOrStdout())
+			}
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -333,7 +391,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.set, "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
@@ -361,21 +419,11 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return execErr
 	}
 	warnUnscorable(stderr, sum.Unscorable)
-	sort.Strings(sum.ErrorSamples)
-	for i, e := range sum.ErrorSamples {
-		if i == 5 {
-			fmt.Fprintf(stderr, "tally: … and %d more failed samples (tally plan shows them; tally rerun retries them)\n", len(sum.ErrorSamples)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s\n", e)
-	}
-	sort.Strings(sum.Overflowed)
-	for i, id := range sum.Overflowed {
-		if i == 10 {
-			fmt.Fprintf(stderr, "tally: … and %d more prompts beyond the context\n", len(sum.Overflowed)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
+	// Each failed sample was printed as it failed (progress); one line
+	// sums up the prompts beyond the context.
+	if n := len(sum.Overflowed); n > 0 {
+		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -390,7 +438,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
 	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -523,6 +571,9 @@ type planJSON struct {
 	Requests         int                     `json:"requests"`
 	TokensToGenerate int                     `json:"tokens_to_generate"`
 	PromptTokens     int                     `json:"prompt_tokens"`
+	// Untokenised counts the requests whose prompt length is unknown (a
+	// server backend tokenises them): prompt_tokens leaves them out.
+	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
 	Throughput       *float64                     `json:"tokens_per_second"`
@@ -547,7 +598,7 @@ type counts map[generate.Status]int
 
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
-		PromptTokens: p.PromptTokens, Overflow: p.Overflow, Stale: p.Stale,
+		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
 	if out.Superseded == nil {
 		out.Superseded = []generate.Superseded{}
@@ -630,8 +681,20 @@ func printPlan(w io.Writer, p *generate.Plan) {
 		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
 			o.Samples, o.Fingerprint, o.Why))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %d prompt tokens to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
+	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
+		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// prefillText says how many prompt tokens the plan's work prefills; the
+// length of a prompt a server tokenises is unknown until the server says.
+func prefillText(p *generate.Plan) string {
+	switch {
+	case p.Untokenised == 0:
+		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+	case p.PromptTokens == 0:
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+	}
+	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
 }
 
 // supersededNote is " under its fingerprint FP, only under another
@@ -747,7 +810,7 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {
