@@ -31,6 +31,7 @@ import (
 type runFlags struct {
 	model       string
 	device      string
+	dtype       string
 	tasks       []string
 	stops       []string
 	maxTokens   int
@@ -64,6 +65,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
+	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
@@ -114,6 +116,9 @@ func (f *runFlags) validate() error {
 		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
+	}
+	if _, err := gomlx.ParseDType(f.dtype); err != nil {
+		return fmt.Errorf("--dtype: %w", err)
 	}
 	if f.fewshot < 0 {
 		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
@@ -379,14 +384,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	if name == "rerun" && plan.Counts[generate.Missing] == countCells(plan) {
-		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", store.Redact(f.storePath))
+		return fmt.Errorf("nothing stored for this model in %s%s: use `tally run`", store.Redact(f.storePath), supersededNote(plan))
 	}
 	if !f.json {
 		printPlan(stderr, plan)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
@@ -579,6 +584,9 @@ type planJSON struct {
 	Stale            int                          `json:"stale_scores"`
 	Tasks            map[string]map[string]counts `json:"tasks"`
 	Failed           []failedSample               `json:"failed"`
+	// Superseded lists this model's fingerprints under another arithmetic
+	// that hold generations of the missing samples (not reused).
+	Superseded []generate.Superseded `json:"other_arithmetic"`
 }
 
 // failedSample is a failed sample as plan lists it.
@@ -593,7 +601,10 @@ type counts map[generate.Status]int
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
 		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
-		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
+		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
+	if out.Superseded == nil {
+		out.Superseded = []generate.Superseded{}
+	}
 	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
 		tps, secs := p.Throughput, p.EstimatedSeconds
 		out.Throughput, out.EstimatedSeconds = &tps, &secs
@@ -668,6 +679,10 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
+	for _, o := range p.Superseded {
+		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
+			o.Samples, o.Fingerprint, o.Why))
+	}
 	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
 		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
 }
@@ -682,6 +697,29 @@ func prefillText(p *generate.Plan) string {
 		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
 	}
 	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
+}
+
+// supersededNote is " under its fingerprint FP, only under another
+// arithmetic: …" when the store holds the plan's missing samples under this
+// model's other fingerprints (see generate.Superseded), else "".
+func supersededNote(p *generate.Plan) string {
+	var parts []string
+	for _, o := range p.Superseded {
+		parts = append(parts, fmt.Sprintf("%d samples under %s (%s)", o.Samples, o.Fingerprint, o.Why))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " under its fingerprint " + p.Fingerprint + ", only under another arithmetic: " + strings.Join(parts, "; ")
+}
+
+// productsDType is the dtype of a native model's matrix products (what
+// --dtype resolved to), for the run's config; "" for other backends.
+func productsDType(be backends.Backend) string {
+	if m, ok := be.(*gomlx.Model); ok {
+		return m.Arithmetic().Products
+	}
+	return ""
 }
 
 // plannedCommand is a command that opens the store and model, plans the
