@@ -121,6 +121,10 @@ type Plan struct {
 	// Stale counts (sample, setting) pairs whose stored scores are out of
 	// date (data, metrics, task or stop setting changed).
 	Stale int
+	// Superseded lists the fingerprints of this model under another
+	// arithmetic that hold generations of the missing samples: they are
+	// not reused (see Superseded).
+	Superseded []Superseded
 }
 
 // Key returns the generation key: a digest of the model fingerprint, the
@@ -251,6 +255,9 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 				p.Untokenised++
 			}
 		}
+	}
+	if p.Superseded, err = superseded(ctx, st, be, p); err != nil {
+		return nil, err
 	}
 	if tps, ok, err := st.Throughput(ctx, fp); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)

@@ -30,7 +30,10 @@ type Column struct {
 	Fingerprint string `json:"fingerprint"`
 	// Chat is set when the model was prompted through its chat template:
 	// a chat run and a raw run of one model are two columns, never paired.
-	Chat       bool   `json:"chat,omitempty"`
+	Chat bool `json:"chat,omitempty"`
+	// DType is the dtype the model's products were computed in (native
+	// runs: --dtype as resolved); "" when the runs did not say.
+	DType      string `json:"dtype,omitempty"`
 	Setting    string `json:"setting"`
 	SettingKey string `json:"setting_key"`
 	Budget     int    `json:"budget"`
@@ -438,7 +441,8 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 				tl = taskOf(e.Task)
 			}
 			m, chat := modelName(names, e.Fingerprint)
-			ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
+			ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, DType: names[e.Fingerprint].dtype, Setting: e.Setting,
+				SettingKey: e.SettingKey, Budget: e.Budget})
 			mi := tl.metric(e.Metric)
 			for len(slots) <= e.Cell {
 				slots = append(slots, nil)
@@ -579,7 +583,8 @@ func addFailures(f store.Filter, failed []store.Generation, names map[string]mod
 			m, chat := modelName(names, g.Fingerprint)
 			for _, set := range recordedSettings(g.Stops) {
 				if wanted(set.Name) {
-					cols = append(cols, tl.column(Column{Model: m, Fingerprint: g.Fingerprint, Chat: chat, Setting: set.Name, SettingKey: set.Key(), Budget: g.Budget}))
+					cols = append(cols, tl.column(Column{Model: m, Fingerprint: g.Fingerprint, Chat: chat, DType: names[g.Fingerprint].dtype,
+						Setting: set.Name, SettingKey: set.Key(), Budget: g.Budget}))
 				}
 			}
 		}
@@ -768,12 +773,16 @@ func ModelLabel(model string, chat bool) string {
 
 // modelInfo is what the store's runs say of a fingerprint's model.
 type modelInfo struct {
-	name string
-	chat bool
+	name, dtype string
+	chat        bool
 }
 
 // modelNames maps each fingerprint to the model name its newest run used,
-// and whether its runs prompted it through its chat template.
+// the dtype that run's products were computed in (its config's "dtype":
+// native runs), and whether its runs prompted it through its chat
+// template. A name that fingerprints of several dtypes share (one model
+// run at several --dtype) becomes "NAME (DTYPE)" for each, so that their
+// columns and lm-eval folders stay apart.
 func modelNames(ctx context.Context, st *store.Store) (map[string]modelInfo, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
@@ -784,9 +793,28 @@ func modelNames(ctx context.Context, st *store.Store) (map[string]modelInfo, err
 		mi, ok := names[r.Fingerprint]
 		if !ok {
 			mi.name = r.Model
+			var cfg struct {
+				DType string `json:"dtype"`
+			}
+			if json.Unmarshal(r.Config, &cfg) == nil {
+				mi.dtype = cfg.DType
+			}
 		}
 		mi.chat = mi.chat || RunChat(r.Config)
 		names[r.Fingerprint] = mi
+	}
+	kinds := map[string]map[string]bool{} // name → its fingerprints' dtypes
+	for _, mi := range names {
+		if kinds[mi.name] == nil {
+			kinds[mi.name] = map[string]bool{}
+		}
+		kinds[mi.name][mi.dtype] = true
+	}
+	for fp, mi := range names {
+		if len(kinds[mi.name]) > 1 && mi.dtype != "" {
+			mi.name += " (" + mi.dtype + ")"
+			names[fp] = mi
+		}
 	}
 	return names, nil
 }

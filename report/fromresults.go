@@ -16,8 +16,11 @@ import (
 // fingerprint; nil when only figures are wanted) and its current results
 // (generate.CurrentResults).
 type RunResults struct {
-	Model   string
-	Chat    bool
+	Model string
+	Chat  bool
+	// DType is the dtype the model's products were computed in (native
+	// runs), "" when not known.
+	DType   string
 	Plan    *generate.Plan
 	Results generate.Results
 }
@@ -76,7 +79,7 @@ func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, run
 					label = ModelLabel(r.Model, r.Chat) + " " + label
 				}
 				ci := len(td.Columns)
-				td.Columns = append(td.Columns, Column{Model: r.Model, Fingerprint: fp, Chat: r.Chat, Setting: set.Name,
+				td.Columns = append(td.Columns, Column{Model: r.Model, Fingerprint: fp, Chat: r.Chat, DType: r.DType, Setting: set.Name,
 					SettingKey: set.Key(), Budget: j.MaxTokens, Label: label})
 				switch {
 				case ri == 0 && si == 0:

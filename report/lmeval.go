@@ -215,9 +215,9 @@ func jsonFloat(v float64) any {
 
 // lmevalModel is one model's part of the files: its columns per task.
 type lmevalModel struct {
-	fp, name string
-	chat     bool
-	tasks    []*lmevalTask
+	fp, name, dtype string
+	chat            bool
+	tasks           []*lmevalTask
 }
 
 type lmevalTask struct {
@@ -309,7 +309,7 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 		for ci, c := range td.Columns {
 			m := byFP[c.Fingerprint]
 			if m == nil {
-				m = &lmevalModel{fp: c.Fingerprint, name: c.Model, chat: c.Chat}
+				m = &lmevalModel{fp: c.Fingerprint, name: c.Model, chat: c.Chat, dtype: c.DType}
 				byFP[c.Fingerprint] = m
 				out = append(out, m)
 			}
@@ -462,13 +462,17 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 	if mo.Device != "" {
 		device = mo.Device
 	}
+	var dtype any // lm-eval's model_dtype: null when unknown
+	if m.dtype != "" {
+		dtype = m.dtype
+	}
 	var tmpl, tmplSHA any
 	if mo.ChatTemplate != "" {
 		tmpl, tmplSHA = mo.ChatTemplate, hashString(mo.ChatTemplate)
 	}
 	out["results"], out["group_subtasks"], out["configs"], out["versions"] = results, groups, configs, versions
 	out["n-shot"], out["higher_is_better"], out["n-samples"] = nshot, hib, nsamples
-	out["config"] = map[string]any{"model": "tally", "model_args": "pretrained=" + m.name, "batch_size": batch, "batch_sizes": []int{},
+	out["config"] = map[string]any{"model": "tally", "model_args": "pretrained=" + m.name, "model_dtype": dtype, "batch_size": batch, "batch_sizes": []int{},
 		"device": device, "use_cache": nil, "limit": limit, "bootstrap_iters": 100000, "gen_kwargs": nil,
 		"random_seed": nil, "numpy_seed": nil, "torch_seed": nil, "fewshot_seed": nil}
 	out["git_hash"] = nil

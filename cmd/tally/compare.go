@@ -145,7 +145,7 @@ func collect(ctx context.Context, s *session, models []string, chats []bool, bes
 		if pending := p.Counts[generate.Continue] + p.Counts[generate.Missing]; pending > 0 {
 			fmt.Fprintf(stderr, "note: %s: %d (sample, setting) pairs need model work and are left out; run `tally run` with the same flags first\n", models[i], pending)
 		}
-		runs = append(runs, report.RunResults{Model: models[i], Chat: chats[i], Plan: p, Results: res})
+		runs = append(runs, report.RunResults{Model: models[i], Chat: chats[i], DType: productsDType(be), Plan: p, Results: res})
 	}
 	return runs, nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func newGenerateCmd() *cobra.Command {
-	var model, device, prompt, ids string
+	var model, device, dtype, prompt, ids string
 	var maxTokens int
 	var asJSON, logits bool
 	cmd := &cobra.Command{
@@ -31,7 +31,7 @@ func newGenerateCmd() *cobra.Command {
 			if (prompt == "") == (ids == "") {
 				return fmt.Errorf("pass exactly one of --prompt or --ids")
 			}
-			be, err := openModel(ctx, model, modelOptions{device: device, concurrency: 1})
+			be, err := openModel(ctx, model, modelOptions{device: device, dtype: dtype, concurrency: 1})
 			if err != nil {
 				return err
 			}
@@ -94,6 +94,7 @@ func newGenerateCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&model, "model", "demo", `model directory, cache name, or "demo"`)
 	fl.StringVar(&device, "device", "", "cpu (default), xla or cuda")
+	fl.StringVar(&dtype, "dtype", "auto", "the dtype of the matrix products: auto (the checkpoint's), float32, bfloat16 or float16")
 	fl.StringVar(&prompt, "prompt", "", "prompt text (tokenised with special tokens)")
 	fl.StringVar(&ids, "ids", "", "prompt token ids, comma separated")
 	fl.IntVar(&maxTokens, "max-tokens", 32, "tokens to generate")

@@ -32,6 +32,7 @@ import (
 type runFlags struct {
 	model       string
 	device      string
+	dtype       string
 	tasks       []string
 	stops       []string
 	maxTokens   int
@@ -65,6 +66,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
+	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
@@ -115,6 +117,9 @@ func (f *runFlags) validate() error {
 		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
+	}
+	if _, err := gomlx.ParseDType(f.dtype); err != nil {
+		return fmt.Errorf("--dtype: %w", err)
 	}
 	if f.fewshot < 0 {
 		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
@@ -388,14 +393,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	if name == "rerun" && plan.Counts[generate.Missing] == countCells(plan) {
-		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", store.Redact(f.storePath))
+		return fmt.Errorf("nothing stored for this model in %s%s: use `tally run`", store.Redact(f.storePath), supersededNote(plan))
 	}
 	if !f.json {
 		printPlan(stderr, plan)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "chat": s.chat()})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be), "chat": s.chat()})
 	host, _ := os.Hostname()
 	started := time.Now()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
@@ -403,6 +408,8 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	finishCtx, endFinish := store.WithGrace(ctx)
+	defer endFinish()
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
@@ -415,9 +422,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		status = "interrupted"
 	}
 	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, with a context that is
-	// not cancelled.
-	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
+	// Record the run's end even when interrupted, within
+	// store.CommitGrace of the signal.
+	if err := s.st.FinishRun(finishCtx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
 		execErr = err
 	}
 	if execErr != nil {
@@ -442,7 +449,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: plan, Results: res}}
+	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: plan, Results: res}}
 	ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
 	if err != nil {
 		return err
@@ -563,6 +570,9 @@ type planJSON struct {
 	Stale            int                          `json:"stale_scores"`
 	Tasks            map[string]map[string]counts `json:"tasks"`
 	Failed           []failedSample               `json:"failed"`
+	// Superseded lists this model's fingerprints under another arithmetic
+	// that hold generations of the missing samples (not reused).
+	Superseded []generate.Superseded `json:"other_arithmetic"`
 }
 
 // failedSample is a failed sample as plan lists it.
@@ -577,7 +587,10 @@ type counts map[generate.Status]int
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
 		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
-		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
+		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
+	if out.Superseded == nil {
+		out.Superseded = []generate.Superseded{}
+	}
 	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
 		tps, secs := p.Throughput, p.EstimatedSeconds
 		out.Throughput, out.EstimatedSeconds = &tps, &secs
@@ -652,6 +665,10 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
+	for _, o := range p.Superseded {
+		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
+			o.Samples, o.Fingerprint, o.Why))
+	}
 	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
 		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
 }
@@ -666,6 +683,29 @@ func prefillText(p *generate.Plan) string {
 		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
 	}
 	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
+}
+
+// supersededNote is " under its fingerprint FP, only under another
+// arithmetic: …" when the store holds the plan's missing samples under this
+// model's other fingerprints (see generate.Superseded), else "".
+func supersededNote(p *generate.Plan) string {
+	var parts []string
+	for _, o := range p.Superseded {
+		parts = append(parts, fmt.Sprintf("%d samples under %s (%s)", o.Samples, o.Fingerprint, o.Why))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " under its fingerprint " + p.Fingerprint + ", only under another arithmetic: " + strings.Join(parts, "; ")
+}
+
+// productsDType is the dtype of a native model's matrix products (what
+// --dtype resolved to), for the run's config; "" for other backends.
+func productsDType(be backends.Backend) string {
+	if m, ok := be.(*gomlx.Model); ok {
+		return m.Arithmetic().Products
+	}
+	return ""
 }
 
 // plannedCommand is a command that opens the store and model, plans the
@@ -759,7 +799,7 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			runs := []report.RunResults{{Model: f.model, Chat: s.chat(), Plan: p, Results: res}}
+			runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: p, Results: res}}
 			ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
 			if err != nil {
 				return err

@@ -65,7 +65,7 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if err != nil {
 		return err
 	}
-	title := "tally report: " + f.storePath
+	title := "tally report: " + st.Path()
 	var ds *report.Dataset
 	if format == "html" && outputPath == "" {
 		// The page is written task by task, never holding the store; a
@@ -83,7 +83,7 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	noteChecked(stderr, rs)
 	ds.Title = title
 	if len(ds.Tasks) == 0 {
-		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
+		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", st.Path())
 	}
 	if outputPath != "" {
 		runs, err := st.Runs(ctx)
