@@ -71,8 +71,8 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 		// The page is written task by task, never holding the store; a
 		// lower collection target keeps the process near what it holds
 		// (issue 23: 250 MB at 200,000 generations; about a tenth more
-		// CPU).
-		defer debug.SetGCPercent(debug.SetGCPercent(50))
+		// CPU than the default).
+		defer debug.SetGCPercent(debug.SetGCPercent(40))
 		ds, err = report.WriteHTMLStore(ctx, stdout, st, filter, title, report.LoadOptions{Fix: rs.Fix})
 	} else {
 		ds, err = report.LoadWith(ctx, st, filter, report.LoadOptions{Summary: outputPath == "", Fix: rs.Fix})
