@@ -77,6 +77,10 @@ type Item struct {
 	Sample *datasets.Sample
 	// Key is the generation key (model, exact prompt, decoding).
 	Key string
+	// Budget is the job's token budget capped by the model's context: at
+	// most the room left after the prompt, when both are known (a
+	// generation that fills the context answers every setting).
+	Budget int
 	// PromptIDs is the tokenised prompt (nil for server-side tokenisation).
 	PromptIDs []int
 	// Stored is the stored generation, if any.
@@ -155,10 +159,40 @@ func Truncate(g *store.Generation, s StopSetting, budget int) (pred string, ok b
 		return text[:m.Offset], true, 0
 	}
 	switch {
-	case g.Imported, g.Finish == backends.FinishEOS, g.Finish == backends.FinishContext, g.NTokens >= budget:
+	case g.Imported, g.Finish == backends.FinishEOS, g.Finish == backends.FinishContext, g.Finish == backends.FinishContextFull, g.NTokens >= budget:
 		return text, true, 0
 	}
 	return "", false, budget - g.NTokens
+}
+
+// MaxBudget is the largest token budget tally accepts: far beyond any
+// model's context (budgets are capped by the context anyway), and small
+// enough that no count of tokens over any number of samples overflows.
+const MaxBudget = 1 << 30
+
+// capBudget is a token budget capped by the room a context of ctxLen
+// tokens leaves after a prompt of promptLen tokens (unchanged when either
+// is unknown, or the prompt alone overflows: it fails before any budget
+// matters).
+func capBudget(budget, promptLen, ctxLen int) int {
+	if promptLen <= 0 || ctxLen <= 0 || promptLen >= ctxLen {
+		return budget
+	}
+	return min(budget, ctxLen-promptLen)
+}
+
+// truncate is Truncate under the item's job budget, where a generation
+// that already fills the model's context (it.Budget tokens, fewer than
+// the job's budget) answers every setting: more text cannot be had.
+func (it *Item) truncate(g *store.Generation, s StopSetting) (pred string, ok bool, need int) {
+	pred, ok, need = Truncate(g, s, it.Job.MaxTokens)
+	if !ok {
+		if g.NTokens >= it.Budget {
+			return g.Text, true, 0
+		}
+		need = it.Budget - g.NTokens
+	}
+	return pred, ok, need
 }
 
 // MakePlan classifies every (sample, setting) of the jobs against the store
@@ -170,6 +204,12 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 		return nil, fmt.Errorf("plan: model fingerprint: %w", err)
 	}
 	p := &Plan{Fingerprint: fp, Counts: map[Status]int{}, EstimatedSeconds: -1}
+	for _, j := range jobs {
+		if j.MaxTokens <= 0 || j.MaxTokens > MaxBudget {
+			return nil, fmt.Errorf("plan: task %s: token budget %d: want 1 to %d", j.Task, j.MaxTokens, MaxBudget)
+		}
+	}
+	ctxLen := be.ContextLength()
 	tok := be.Tokenizer()
 	var keys []string
 	for _, j := range jobs {
@@ -184,6 +224,7 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 				it.PromptIDs = ids
 			}
 			it.Key = Key(fp, it.PromptIDs, s.Prompt)
+			it.Budget = capBudget(j.MaxTokens, len(it.PromptIDs), ctxLen)
 			keys = append(keys, it.Key)
 			p.Items = append(p.Items, it)
 		}
@@ -196,7 +237,6 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	ctxLen := be.ContextLength()
 	for _, it := range p.Items {
 		if g, ok := stored[it.Key]; ok {
 			it.Stored = &g
@@ -213,7 +253,7 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 			case it.FailReason != "":
 				stt = Failed
 			default:
-				pred, ok, _ := Truncate(g, set, budget)
+				pred, ok, _ := it.truncate(g, set)
 				d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
 				switch {
 				case !ok:
@@ -288,7 +328,7 @@ func failReason(g *store.Generation) string {
 // context overflow whose prompt now fits), a continuation from the stored
 // ids when some setting needs more text, or none.
 func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newTokens int, cont bool) {
-	budget := it.Job.MaxTokens
+	budget := it.Budget
 	switch {
 	case g == nil:
 		return budget, false
@@ -305,7 +345,7 @@ func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newToke
 	}
 	need := 0
 	for _, set := range it.Job.Settings {
-		if _, ok, n := Truncate(g, set, budget); !ok {
+		if _, ok, n := it.truncate(g, set); !ok {
 			need = max(need, n)
 		}
 	}

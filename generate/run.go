@@ -516,7 +516,11 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 				sum.Overflowed = append(sum.Overflowed, s.it.Sample.Task+"/"+s.it.Sample.ID)
 			}
 			if g.Finish == backends.FinishError {
-				sum.ErrorSamples = append(sum.ErrorSamples, s.it.Sample.Task+"/"+s.it.Sample.ID+": "+g.Error)
+				msg := s.it.Sample.Task + "/" + s.it.Sample.ID + ": " + g.Error
+				if s.it.Stored != nil && failReason(s.it.Stored) == "" {
+					msg += " (the generation stored before this attempt is kept)"
+				}
+				sum.ErrorSamples = append(sum.ErrorSamples, msg)
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
@@ -574,6 +578,10 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 	if it.Continue {
 		g.Budget += it.Stored.NTokens
 		g.Continued = it.Stored.Continued + 1
+	}
+	if g.Finish == backends.FinishLength && it.Budget < it.Job.MaxTokens && g.NTokens >= it.Budget {
+		// The budget was capped to the context's room, and filled it.
+		g.Finish = backends.FinishContextFull
 	}
 	if ev.Err != nil {
 		g.Error = ev.Err.Error()
@@ -674,7 +682,7 @@ const Unscorable = "unscorable"
 func scoreSetting(it *Item, g *store.Generation, k int, runID int64) (scores []store.Score, warn string) {
 	set := it.Job.Settings[k]
 	budget := it.Job.MaxTokens
-	pred, ok, _ := Truncate(g, set, budget)
+	pred, ok, _ := it.truncate(g, set)
 	if !ok {
 		// The generation still cannot answer (it ended early on a stop that
 		// only other settings share); leave it for a continuation.
@@ -807,7 +815,7 @@ func CurrentResults(ctx context.Context, st *store.Store, p *Plan, opt ScoreOpti
 				}
 				continue
 			}
-			pred, ok, _ := Truncate(&g, set, budget)
+			pred, ok, _ := it.truncate(&g, set)
 			if !ok {
 				continue // needs more generation
 			}

@@ -23,7 +23,8 @@ const copyBatch = 1000
 // model's: its runs, generations and their scores, and the samples of the
 // tasks it generated for. Rows are copied as they are (text, token ids,
 // timestamps, digests), so dst reports exactly what the store reports.
-// Generations, scores and samples replace those with the same keys in dst;
+// Generations (except that a failed one never replaces a success),
+// scores and samples replace those with the same keys in dst;
 // runs are added with new ids (the generations and scores that name them
 // follow), except a run dst already holds (same start time, host, command
 // and model), which is reused: copying twice changes nothing. Claims and
@@ -135,7 +136,8 @@ func (s *Store) copyGenerations(ctx context.Context, dst *Store, fingerprint str
 			ON CONFLICT(key) DO UPDATE SET fingerprint=excluded.fingerprint, task=excluded.task, sample_id=excluded.sample_id,
 			prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids, offsets=excluded.offsets, n_tokens=excluded.n_tokens,
 			budget=excluded.budget, finish=excluded.finish, stops=excluded.stops, error=excluded.error, continued=excluded.continued,
-			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
+			WHERE `+keepsSuccess)
 	}, func(v []any) []any {
 		v[5] = dst.db.eng.text(str(v[5]))
 		v[6], v[7] = blob(v[6]), blob(v[7])

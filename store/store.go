@@ -396,9 +396,21 @@ func (x Score) Key() ScoreKey {
 	return ScoreKey{GenKey: x.GenKey, Task: x.Task, SampleID: x.SampleID, SettingKey: x.SettingKey, Budget: x.Budget}
 }
 
-// PutGenerations writes generations (insert or replace by key) and their
-// scores in one transaction: a record and its scores land together or not
-// at all.
+// failedFinishes are the finish reasons of a failed attempt, as an SQL
+// list.
+const failedFinishes = `('error','context')`
+
+// keepsSuccess is the condition under which a generation replaces the one
+// stored under its key: a failed attempt (finish "error" or "context")
+// never replaces a stored generation that succeeded, so a retry, a
+// continuation or a longer budget that fails loses nothing; anything else
+// replaces it (a continuation, a success after a failure, the newest
+// failure after a failure).
+const keepsSuccess = `(excluded.finish NOT IN ` + failedFinishes + ` OR generations.finish IN ` + failedFinishes + `)`
+
+// PutGenerations writes generations (insert or replace by key; a failed
+// attempt never replaces a stored success) and their scores in one
+// transaction: a record and its scores land together or not at all.
 func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []Score) error {
 	return s.CommitGenerations(ctx, "", gens, scores)
 }
@@ -432,7 +444,8 @@ func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Gene
 			ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
 			offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
 			stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
-			gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+			gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
+			WHERE `+keepsSuccess)
 		if err != nil {
 			return err
 		}

@@ -89,18 +89,22 @@ func defaultStore() string {
 	return "tally.db"
 }
 
-// validate checks the numeric flags: each, when given, must be positive.
+// maxConcurrency bounds --concurrency (requests in flight, batch rows).
+const maxConcurrency = 1 << 16
+
+// validate checks the numeric flags: each, when given, must be positive
+// and at most its bound (a budget or size that overflows is refused).
 func (f *runFlags) validate() error {
 	for _, c := range []struct {
-		name string
-		v    int
-		want string
+		name    string
+		v, most int
+		want    string
 	}{
-		{"limit", f.limit, "a positive number of samples"},
-		{"max-tokens", f.maxTokens, "a positive token budget"},
-		{"concurrency", f.concurrency, "at least 1 request in flight"},
+		{"limit", f.limit, math.MaxInt, "a positive number of samples"},
+		{"max-tokens", f.maxTokens, generate.MaxBudget, fmt.Sprintf("a positive token budget, at most %d (budgets are capped by the model's context)", generate.MaxBudget)},
+		{"concurrency", f.concurrency, maxConcurrency, fmt.Sprintf("1 to %d requests in flight", maxConcurrency)},
 	} {
-		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// These tests cover issue 23 ("nothing lost, nothing leaked, nothing
+// written where it was not asked"), the store's findings, on the built
+// binary.
+
+// runJSON runs tally with --json, wants the exit status code, and decodes
+// stdout into v.
+func runJSON(t *testing.T, v any, code int, args ...string) string {
+	t.Helper()
+	stdout, stderr, got := runStatus(t, append(args, "--json")...)
+	if got != code {
+		t.Fatalf("tally %s: status %d, want %d\n%s%s", strings.Join(args, " "), got, code, stdout, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), v); err != nil {
+		t.Fatalf("tally %s: bad JSON %q: %v", strings.Join(args, " "), stdout, err)
+	}
+	return stderr
+}
+
+// runSummary is what the tests read of `tally run --json`.
+type runSummary struct {
+	GenerationsNew       int                                      `json:"generations_new"`
+	GenerationsContinued int                                      `json:"generations_continued"`
+	Errors               int                                      `json:"errors"`
+	Scores               map[string]map[string]map[string]float64 `json:"scores"`
+	Counts               map[string]map[string]struct {
+		Scored int `json:"n_scored"`
+		Failed int `json:"n_failed"`
+	} `json:"counts"`
+}
+
+// planSummaryJSON is what the tests read of `tally plan --json`.
+type planSummaryJSON struct {
+	Counts           map[string]int `json:"counts"`
+	Requests         int            `json:"requests"`
+	TokensToGenerate int            `json:"tokens_to_generate"`
+}
+
+// finishes counts a SQLite store's generations by finish reason, and
+// returns the largest prompt plus generated tokens.
+func finishes(t *testing.T, path string) (map[string]int, int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT finish, COUNT(*), MAX(prompt_tokens + n_tokens) FROM generations GROUP BY finish`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out, most := map[string]int{}, 0
+	for rows.Next() {
+		var f string
+		var n, m int
+		if err := rows.Scan(&f, &n, &m); err != nil {
+			t.Fatal(err)
+		}
+		out[f], most = n, max(most, m)
+	}
+	return out, most
+}
+
+// TestBudgetPastContext (finding 1): a token budget past the demo model's
+// 1,024-token context is capped by it: the generations that reach the
+// context end with finish "context-full" and are scored like any other;
+// plan then shows nothing to do, rerun changes nothing, and a plain run
+// reuses every generation. A store whose capped generations an earlier
+// tally recorded as "length" is read the same way. Realistic prompts (~890
+// tokens with a budget of 200) likewise.
+func TestBudgetPastContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "f.db")
+	base := []string{"--model", "demo", "--tasks", "demo", "--store", db}
+	var first, long, again runSummary
+	runJSON(t, &first, 0, append([]string{"run"}, base...)...)
+	nl := first.Scores["demo"]["nl"]["drop.f1"]
+	if nl < 0.9 {
+		t.Fatalf("demo: nl drop.f1 %.3f", nl)
+	}
+	runJSON(t, &long, 0, append([]string{"run", "--max-tokens", "1000"}, base...)...)
+	for _, set := range []string{"nl", "dot", "none"} {
+		if c := long.Counts["demo"][set]; c.Scored != 40 || c.Failed != 0 {
+			t.Errorf("--max-tokens 1000: setting %s scored %d, failed %d; want 40, 0", set, c.Scored, c.Failed)
+		}
+	}
+	if long.Errors != 0 || long.Scores["demo"]["nl"]["drop.f1"] != nl {
+		t.Errorf("--max-tokens 1000: %d errors, nl drop.f1 %v (was %v)", long.Errors, long.Scores["demo"]["nl"]["drop.f1"], nl)
+	}
+	fin, most := finishes(t, db)
+	if fin["context-full"] != 40 || most != 1024 {
+		t.Errorf("generations by finish %v, longest prompt+output %d; want 40 context-full filling the 1024-token context", fin, most)
+	}
+	checkNothingToDo := func(when string) {
+		t.Helper()
+		var p planSummaryJSON
+		runJSON(t, &p, 0, append([]string{"plan", "--max-tokens", "1000"}, base...)...)
+		if p.Requests != 0 || p.TokensToGenerate != 0 || p.Counts["continue"] != 0 || p.Counts["failed"] != 0 {
+			t.Errorf("%s: plan --max-tokens 1000: %+v; want nothing to do", when, p)
+		}
+		var r runSummary
+		runJSON(t, &r, 0, append([]string{"rerun", "--max-tokens", "1000"}, base...)...)
+		if r.GenerationsNew+r.GenerationsContinued != 0 || r.Counts["demo"]["nl"].Failed != 0 || r.Scores["demo"]["nl"]["drop.f1"] != nl {
+			t.Errorf("%s: rerun --max-tokens 1000: %+v; want no work and nl drop.f1 %v", when, r, nl)
+		}
+		if fin, _ := finishes(t, db); fin["context"] != 0 || fin["error"] != 0 {
+			t.Errorf("%s: rerun stored failures: %v", when, fin)
+		}
+	}
+	checkNothingToDo("after the run")
+	// An earlier tally recorded a capped generation as "length".
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdb.Exec(`UPDATE generations SET finish='length' WHERE finish='context-full'`); err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	checkNothingToDo("generations recorded as length")
+	runJSON(t, &again, 0, append([]string{"run"}, base...)...)
+	if again.GenerationsNew+again.GenerationsContinued != 0 || again.Scores["demo"]["nl"]["drop.f1"] != nl {
+		t.Errorf("plain run after: %d generated, %d continued, nl drop.f1 %v; want 0, 0, %v",
+			again.GenerationsNew, again.GenerationsContinued, again.Scores["demo"]["nl"]["drop.f1"], nl)
+	}
+
+	// Prompts of ~890 tokens and a budget of 200.
+	data := filepath.Join(dir, "long.jsonl")
+	var lines strings.Builder
+	prompt := strings.Repeat("Passage: the team scored 21 points in the second quarter. ", 40) + "Question: how many points?\nAnswer:"
+	for i := range 3 {
+		fmt.Fprintf(&lines, "{\"id\":\"s%d\",\"prompt\":%q,\"answers\":\"21\"}\n", i, prompt+strings.Repeat(" ", i))
+	}
+	if err := os.WriteFile(data, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ldb := filepath.Join(dir, "l.db")
+	largs := []string{"--model", "demo", "--tasks", "jsonl", "--data", data, "--max-tokens", "200", "--stop", "none=", "--stop", `nl=\n`, "--store", ldb}
+	var lr runSummary
+	runJSON(t, &lr, 0, append([]string{"run"}, largs...)...)
+	if c := lr.Counts["jsonl"]["none"]; c.Scored != 3 || c.Failed != 0 || lr.Errors != 0 {
+		t.Errorf("long prompts: %+v", lr)
+	}
+	if fin, most := finishes(t, ldb); fin["context-full"] != 3 || most != 1024 {
+		t.Errorf("long prompts: generations by finish %v, longest %d", fin, most)
+	}
+	var lp planSummaryJSON
+	runJSON(t, &lp, 0, append([]string{"plan"}, largs...)...)
+	if lp.Requests != 0 {
+		t.Errorf("long prompts: plan %+v; want nothing to do", lp)
+	}
+}
+
+// TestBudgetOverflowRefused (finding 1): budgets and sizes that overflow
+// are refused in one line, by every command that plans, before anything is
+// written; the task's own budget (--set max_tokens) too.
+func TestBudgetOverflowRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	db := filepath.Join(t.TempDir(), "o.db")
+	runTally(t, built, "demo", "--store", db)
+	before := storeCounts(t, db)
+	base := []string{"--model", "demo", "--tasks", "demo", "--store", db}
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"plan", []string{"--max-tokens", "9223372036854775807"}, "--max-tokens 9223372036854775807: want"},
+		{"rerun", []string{"--max-tokens", "9223372036854775807"}, "--max-tokens 9223372036854775807: want"},
+		{"run", []string{"--max-tokens", "1073741825"}, "--max-tokens 1073741825: want"},
+		{"run", []string{"--max-tokens", "99999999999999999999"}, "--max-tokens"},
+		{"run", []string{"--concurrency", "9223372036854775807"}, "--concurrency 9223372036854775807: want"},
+		{"run", []string{"--set", "max_tokens=9223372036854775807"}, "token budget 9223372036854775807"},
+		{"plan", []string{"--set", "max_tokens=9223372036854775807"}, "token budget 9223372036854775807"},
+	} {
+		stdout, stderr, code := runStatus(t, append(append([]string{tc.cmd}, base...), tc.args...)...)
+		msg := strings.TrimSpace(stderr)
+		if code != 1 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") || strings.Contains(stdout, "-") {
+			t.Errorf("%s %v: status %d, %q%s; want one line with %q", tc.cmd, tc.args, code, msg, stdout, tc.want)
+		}
+	}
+	if after := storeCounts(t, db); after["generations"] != before["generations"] || after["runs"] != before["runs"] {
+		t.Errorf("refused commands wrote the store: %v, then %v", before, after)
+	}
+}
