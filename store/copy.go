@@ -57,8 +57,12 @@ func where(col, fingerprint string) (string, []any) {
 
 func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) (map[int64]int64, error) {
 	w, args := where("fingerprint", fingerprint)
+	beat := `NULL, 0`
+	if s.hasRunBeats() {
+		beat = `heartbeat_at, lease_ms`
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
-		generated_tokens,prompt_tokens,gen_seconds,stats FROM runs`+w+` ORDER BY id`, args...)
+		generated_tokens,prompt_tokens,gen_seconds,stats,`+beat+` FROM runs`+w+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("copy runs: %w", err)
 	}
@@ -69,12 +73,14 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 		command, config, version, host, backend, model, fingerprint, status, stats string
 		gen, prompt                                                                int64
 		secs                                                                       float64
+		beat                                                                       sql.NullInt64
+		lease                                                                      int64
 	}
 	var runs []run
 	for rows.Next() {
 		var r run
 		if err := rows.Scan(&r.id, &r.started, &r.finished, &r.command, &r.config, &r.version, &r.host, &r.backend, &r.model,
-			&r.fingerprint, &r.status, &r.gen, &r.prompt, &r.secs, &r.stats); err != nil {
+			&r.fingerprint, &r.status, &r.gen, &r.prompt, &r.secs, &r.stats, &r.beat, &r.lease); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("copy runs: %w", err)
 		}
@@ -93,9 +99,9 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 				r.started, r.host, r.command, r.fingerprint).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
 				err = tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
-					generated_tokens,prompt_tokens,gen_seconds,stats) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+					generated_tokens,prompt_tokens,gen_seconds,stats,heartbeat_at,lease_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
 					r.started, r.finished, r.command, r.config, r.version, r.host, r.backend, r.model, r.fingerprint, r.status,
-					r.gen, r.prompt, r.secs, r.stats).Scan(&id)
+					r.gen, r.prompt, r.secs, r.stats, r.beat, r.lease).Scan(&id)
 				st.Runs++
 			}
 			if err != nil {

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 )
 
 // TestFailedAttemptKeepsSuccess (issue 23, finding 1): a failed attempt
@@ -90,4 +93,88 @@ func (s *Store) mustGeneration(t *testing.T, key string) Generation {
 		t.Fatalf("generation %s not stored", key)
 	}
 	return g
+}
+
+// TestRunLiveness (issue 23, finding 6): a run is recorded as running
+// with a heartbeat, reads as dead once its heartbeat lapses (unless a live
+// worker serves it), as running again when beaten, and as what it ended
+// with once closed; EndStatus tells a signal from a failure.
+func TestRunLiveness(t *testing.T) { engines(t, testRunLiveness) }
+
+func testRunLiveness(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s := openAt(t, newPath())
+	id, err := s.StartRun(ctx, Run{Command: "run", Model: "m", Fingerprint: "fp", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		t.Helper()
+		runs, err := s.Runs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.ID == id {
+				return r.Status
+			}
+		}
+		t.Fatalf("run %d not listed", id)
+		return ""
+	}
+	if got := status(); got != RunRunning {
+		t.Errorf("new run: %s", got)
+	}
+	lapse := func() {
+		if _, err := s.db.ExecContext(ctx, `UPDATE runs SET heartbeat_at = heartbeat_at - 120000 WHERE id=?`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lapse()
+	if got := status(); got != RunDead {
+		t.Errorf("heartbeat lapsed: %s, want %s", got, RunDead)
+	}
+	if err := s.RegisterWorker(ctx, Worker{ID: "w", RunID: id, Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != RunRunning {
+		t.Errorf("heartbeat lapsed, live worker: %s, want %s", got, RunRunning)
+	}
+	if err := s.EndWorker(ctx, "w", WorkerDone, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeatRun(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != RunRunning {
+		t.Errorf("beaten again: %s", got)
+	}
+	// A run recorded by an older tally has no heartbeat.
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET heartbeat_at = NULL WHERE id=?`, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != RunDead {
+		t.Errorf("no heartbeat, no live worker: %s, want %s", got, RunDead)
+	}
+	for _, st := range []string{RunFailed, RunInterrupted, RunDone} {
+		if err := s.FinishRun(ctx, id, st, 0, 0, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(); got != st {
+			t.Errorf("closed as %s: reads %s", st, got)
+		}
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, RunDone},
+		{context.Canceled, RunInterrupted},
+		{fmt.Errorf("store generations: %w", errors.Join(errors.New("x"), context.Canceled)), RunInterrupted},
+		{errors.New("database or disk is full (13)"), RunFailed},
+	} {
+		if got := EndStatus(tc.err); got != tc.want {
+			t.Errorf("EndStatus(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
 }

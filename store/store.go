@@ -106,6 +106,10 @@ var migrations = []string{
 		heartbeat_at INTEGER NOT NULL,
 		generated INTEGER NOT NULL DEFAULT 0
 	);`,
+	// 4: a run's process heartbeats its record while it runs, so that a
+	// run whose process died is told from one still running.
+	`ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER;
+	ALTER TABLE runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Store is an open results store.
@@ -205,11 +209,19 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 
 // readableSchema is the oldest schema version that read-only commands read
 // as it is: the migrations after it only add the workers table, which
-// readers of an older store treat as empty (no worker ever registered).
+// readers of an older store treat as empty (no worker ever registered),
+// and the runs' heartbeats, which they treat as never given.
 const readableSchema = 2
 
 // workersSchema is the schema version that added the workers table.
 const workersSchema = 3
+
+// runBeatSchema is the schema version that added the runs' heartbeats.
+const runBeatSchema = 4
+
+// hasRunBeats reports whether the store's schema has the runs' heartbeat
+// columns.
+func (s *Store) hasRunBeats() bool { return s.schema == 0 || s.schema >= runBeatSchema }
 
 // checkReadOnlyVersion says why a store of schema version v cannot be read
 // by a binary that knows n migrations without migrating it (nil if it can).
@@ -720,47 +732,6 @@ func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// Run is one invocation of a command that does model work.
-type Run struct {
-	ID          int64
-	StartedAt   time.Time
-	Command     string
-	Config      json.RawMessage
-	Version     string
-	Host        string
-	Backend     string
-	Model       string
-	Fingerprint string
-	Status      string
-	// Generated and prompt tokens and the seconds spent generating, for
-	// throughput estimates.
-	GeneratedTokens, PromptTokens int
-	GenSeconds                    float64
-	Stats                         json.RawMessage
-}
-
-// StartRun records the start of a run and returns its id.
-func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
-	var id int64
-	err := s.db.QueryRowContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
-		VALUES(?,?,?,?,?,?,?,?,'running') RETURNING id`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
-		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("record run: %w", err)
-	}
-	return id, nil
-}
-
-// FinishRun records how a run ended and what it measured.
-func (s *Store) FinishRun(ctx context.Context, id int64, status string, genTokens, promptTokens int, genSeconds float64, stats json.RawMessage) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished_at=?, status=?, generated_tokens=?, prompt_tokens=?, gen_seconds=?, stats=? WHERE id=?`,
-		time.Now().UTC().Format(time.RFC3339Nano), status, genTokens, promptTokens, genSeconds, nullJSON(stats), id)
-	if err != nil {
-		return fmt.Errorf("finish run %d: %w", id, err)
-	}
-	return nil
-}
-
 // Throughput returns generated tokens per second measured over earlier runs
 // of a model fingerprint, and whether any were measured (a positive, finite
 // rate whenever ok).
@@ -775,28 +746,6 @@ func (s *Store) Throughput(ctx context.Context, fingerprint string) (float64, bo
 		return 0, false, nil
 	}
 	return float64(tok.Int64) / secs.Float64, true, nil
-}
-
-// Runs lists the recorded runs, newest first.
-func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,command,config,version,host,backend,model,fingerprint,status,generated_tokens,prompt_tokens,gen_seconds,stats FROM runs ORDER BY id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("read runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		var r Run
-		var started, cfg, stats string
-		if err := rows.Scan(&r.ID, &started, &r.Command, &cfg, &r.Version, &r.Host, &r.Backend, &r.Model, &r.Fingerprint, &r.Status,
-			&r.GeneratedTokens, &r.PromptTokens, &r.GenSeconds, &stats); err != nil {
-			return nil, err
-		}
-		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
-		r.Config, r.Stats = json.RawMessage(cfg), json.RawMessage(stats)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // tx runs f in one transaction; for PostgreSQL, a transaction cut off by a

@@ -3,11 +3,15 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // These tests cover issue 23 ("nothing lost, nothing leaked, nothing
@@ -198,5 +202,151 @@ func TestBudgetOverflowRefused(t *testing.T) {
 	}
 	if after := storeCounts(t, db); after["generations"] != before["generations"] || after["runs"] != before["runs"] {
 		t.Errorf("refused commands wrote the store: %v, then %v", before, after)
+	}
+}
+
+// storedRuns reads a SQLite store's runs table as recorded: status by id.
+func storedRuns(t *testing.T, path string) map[int64]string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, status FROM runs`)
+	if err != nil {
+		return nil // not created yet
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var st string
+		if err := rows.Scan(&id, &st); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = st
+	}
+	return out
+}
+
+// startRun starts tally in the background and waits until it has recorded
+// run id in the store.
+func startRun(t *testing.T, path string, id int64, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(built, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, ok := storedRuns(t, path)[id]; ok {
+			return cmd
+		}
+	}
+	t.Fatalf("tally %s recorded no run %d:\n%s", strings.Join(args, " "), id, errb.String())
+	return nil
+}
+
+// lsRuns is what `tally ls --json` says of the runs: the counts by status
+// and the last run's status.
+func lsRuns(t *testing.T, path string) (map[string]int, string) {
+	t.Helper()
+	var inv struct {
+		Runs    map[string]int                     `json:"runs"`
+		LastRun map[string]struct{ Status string } `json:"last_run"`
+	}
+	runJSON(t, &inv, 0, "ls", "--store", path)
+	last := ""
+	for _, r := range inv.LastRun {
+		last = r.Status
+	}
+	return inv.Runs, last
+}
+
+// TestRunRecordsClosed (finding 6): a run record is always closed: a run
+// interrupted by a signal is recorded as interrupted, and one whose store
+// write failed (a full disk) as failed, not interrupted; a killed run, whose
+// record stays "running", is shown as dead by ls once its heartbeat lapses
+// (and as running while it lives).
+func TestRunRecordsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := t.TempDir()
+	killed := filepath.Join(dir, "k.db")
+	cmd := startRun(t, killed, 1, "demo", "--store", killed, "--max-tokens", "1000", "--lease", "3s")
+	if counts, last := lsRuns(t, killed); last != "running" || counts["running"] != 1 {
+		t.Errorf("live run: ls says %v, last %q; want it running", counts, last)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	time.Sleep(3500 * time.Millisecond)
+	if counts, last := lsRuns(t, killed); last != "dead" || counts["dead"] != 1 {
+		t.Errorf("killed run: ls says %v, last %q; want it dead", counts, last)
+	}
+	if out := tallyOut(t, "ls", "--store", killed); !strings.Contains(out, "runs: 1 dead") {
+		t.Errorf("ls does not count the dead run:\n%s", out)
+	}
+
+	interrupted := filepath.Join(dir, "i.db")
+	cmd = startRun(t, interrupted, 1, "demo", "--store", interrupted, "--max-tokens", "1000")
+	cmd.Process.Signal(os.Interrupt)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if got := storedRuns(t, interrupted)[1]; got != "interrupted" {
+		t.Errorf("interrupted run recorded as %q", got)
+	}
+
+	full, ok := smallDisk(t, filepath.Join(dir, "full"), 2<<20)
+	if !ok {
+		return
+	}
+	db := filepath.Join(full, "d.db")
+	runTally(t, built, "demo", "--store", db)
+	fill(t, full, 150<<10)
+	_, stderr, code := runStatus(t, "demo", "--store", db, "--max-tokens", "1000")
+	if code != 1 {
+		t.Fatalf("run on a full disk: status %d\n%s", code, stderr)
+	}
+	if got := storedRuns(t, db)[2]; got != "failed" {
+		t.Errorf("run that hit a full disk recorded as %q, want failed (stderr %q)", got, stderr)
+	}
+}
+
+// smallDisk mounts a tmpfs of size bytes at dir (unmounted when the test
+// ends), or says why it cannot (not root, no mount permission) and
+// returns false.
+func smallDisk(t *testing.T, dir string, size int) (string, bool) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Logf("skipping the full-disk part: cannot mount a small tmpfs (needs root): %v %s", err, out)
+		return "", false
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir, true
+}
+
+// fill writes a file in dir that leaves about room bytes free on its disk.
+func fill(t *testing.T, dir string, room int64) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free <= room {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-room), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

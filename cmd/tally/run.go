@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -335,29 +336,45 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
-		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
+		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint, Lease: f.lease})
 	if err != nil {
 		return err
 	}
+	stopBeat := s.st.KeepRunAlive(runID, f.lease)
+	sum, err := s.execute(ctx, name, plan, runID, stdout, stderr)
+	stopBeat()
+	return s.closeRun(runID, sum, err)
+}
+
+// closeRun records how run runID ended (with a context that is not
+// cancelled: an interrupted run is closed too) and returns err, or the
+// error of recording it. Failed samples (exit status 3) end a run that
+// completed.
+func (s *session) closeRun(runID int64, sum generate.Summary, err error) error {
+	status := store.EndStatus(err)
+	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == ExitFailed {
+		status = store.RunDone
+	}
+	statsJSON, _ := json.Marshal(backendStats(s.be))
+	if ferr := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); ferr != nil && err == nil {
+		return ferr
+	}
+	return err
+}
+
+// execute does a planned run's work (recorded as run runID) and reports
+// it: the model work, the scores, the output files, the tables.
+func (s *session) execute(ctx context.Context, name string, plan *generate.Plan, runID int64, stdout, stderr io.Writer) (generate.Summary, error) {
+	f := s.flags
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
 	}
-	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
+	sum, err := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
 		Owner: owner, Model: f.model, ClaimBatch: f.claimBatch})
 	sum.Worker = owner
-	status := "done"
-	if execErr != nil {
-		status = "interrupted"
-	}
-	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, with a context that is
-	// not cancelled.
-	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
-		execErr = err
-	}
-	if execErr != nil {
-		return execErr
+	if err != nil {
+		return sum, err
 	}
 	warnUnscorable(stderr, sum.Unscorable)
 	sort.Strings(sum.ErrorSamples)
@@ -383,14 +400,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	// generations, and any score whose inputs changed, are (re)computed.
 	res, rep, err := generate.CurrentResults(ctx, s.st, plan, generate.ScoreOptions{Write: true, RunID: runID})
 	if err != nil {
-		return err
+		return sum, err
 	}
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
 	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
 	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
-		return err
+		return sum, err
 	}
 	exit := failedExit(res)
 	if owner != "" && exit != nil {
@@ -401,9 +418,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	if f.json {
 		if err := writeJSON(stdout, sum); err != nil {
-			return err
+			return sum, err
 		}
-		return exit
+		return sum, exit
 	}
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
@@ -417,7 +434,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
 		}
 	}
-	return exit
+	return sum, exit
 }
 
 // noteRecomputed says on stderr how many (sample, setting) pairs had stale
