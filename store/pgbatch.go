@@ -149,7 +149,7 @@ func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, s
 	}
 	q += ` SELECT 1`
 	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), err)
+		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), s.named(err))
 	}
 	return nil
 }

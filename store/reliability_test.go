@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -175,6 +176,42 @@ func testRunLiveness(t *testing.T, newPath func() string) {
 	} {
 		if got := EndStatus(tc.err); got != tc.want {
 			t.Errorf("EndStatus(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestStorageErrorsNamed (issue 23, finding 8): a write refused because
+// the store became read-only under an open store is a StorageError that
+// names the store and says it is read-only.
+func TestStorageErrorsNamed(t *testing.T) { engines(t, testStorageErrorsNamed) }
+
+func testStorageErrorsNamed(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	path := newPath()
+	s := openAt(t, path)
+	if s.Postgres() {
+		// New connections to the database are read-only from now on.
+		if _, err := s.db.ExecContext(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()); END $$`); err != nil {
+			t.Fatal(err)
+		}
+		s.db.SetMaxIdleConns(0)
+		s.db.SetMaxIdleConns(2)
+	} else {
+		s.db.SetMaxOpenConns(1)
+		if _, err := s.db.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := map[string]func() error{
+		"samples":     func() error { return s.PutSamples(ctx, []Sample{{Task: "t", ID: "1", Prompt: "p"}}) },
+		"generations": func() error { return s.CommitGenerations(ctx, "o", []Generation{gen(1)}, nil) },
+		"run":         func() error { _, err := s.StartRun(ctx, Run{Command: "run"}); return err },
+	}
+	for name, write := range writes {
+		err := write()
+		var se *StorageError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "store "+s.Path()+" is read-only") {
+			t.Errorf("%s on a read-only store: %v; want a StorageError naming store %s as read-only", name, err, s.Path())
 		}
 	}
 }

@@ -79,7 +79,7 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 		VALUES(?,?,?,?,?,?,?,?,?,`+s.db.eng.nowMS()+`,?) RETURNING id`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
 		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint, RunRunning, r.Lease.Milliseconds()).Scan(&id)
 	if err != nil {
-		return 0, fmt.Errorf("record run: %w", err)
+		return 0, fmt.Errorf("record run: %w", s.named(err))
 	}
 	return id, nil
 }
@@ -87,7 +87,7 @@ func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
 // BeatRun records that run id's process is alive.
 func (s *Store) BeatRun(ctx context.Context, id int64) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET heartbeat_at=`+s.db.eng.nowMS()+` WHERE id=? AND status=?`, id, RunRunning); err != nil {
-		return fmt.Errorf("heartbeat run %d: %w", id, err)
+		return fmt.Errorf("heartbeat run %d: %w", id, s.named(err))
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (s *Store) FinishRun(ctx context.Context, id int64, status string, genToken
 	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished_at=?, status=?, generated_tokens=?, prompt_tokens=?, gen_seconds=?, stats=? WHERE id=?`,
 		time.Now().UTC().Format(time.RFC3339Nano), status, genTokens, promptTokens, genSeconds, nullJSON(stats), id)
 	if err != nil {
-		return fmt.Errorf("finish run %d: %w", id, err)
+		return fmt.Errorf("finish run %d: %w", id, s.named(err))
 	}
 	return nil
 }

@@ -134,6 +134,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if IsPostgres(path) {
 		return openPostgres(ctx, path, false)
 	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	if err := checkForeign(ctx, path); err != nil {
+		return nil, err
+	}
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so a transaction that reads before it writes never fails
 	// with a busy snapshot; it waits (busy_timeout) for the lock instead.
@@ -146,6 +152,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: &conn{DB: db}, path: path}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
+		var se *StorageError
+		if errors.As(err, &se) {
+			return nil, err // it names the store
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
@@ -287,6 +297,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		if v > len(migrations) {
 			return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
+		}
+		if other, err := foreignTables(ctx, tx); err != nil {
+			return err
+		} else if len(other) > 0 {
+			return errForeign(other)
 		}
 		for i := v; i < len(migrations); i++ {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
@@ -751,7 +766,7 @@ func (s *Store) Throughput(ctx context.Context, fingerprint string) (float64, bo
 // tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
 // lost connection or server is run again from its start.
 func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
-	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+	return s.named(s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) }))
 }
 
 func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -349,4 +350,102 @@ func fill(t *testing.T, dir string, room int64) {
 	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, free-room), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestForeignSQLiteRefused (finding 7): every writing command refuses, in
+// one line, a SQLite file holding tables tally does not make, and leaves
+// it byte for byte as it was (not even switched to WAL mode); read-only
+// commands refuse it too.
+func TestForeignSQLiteRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users(name) VALUES('ada')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src.db")
+	runTally(t, built, "demo", "--store", src, "--limit", "2")
+	base := []string{"--model", "demo", "--tasks", "demo", "--limit", "2", "--store", other}
+	for _, args := range [][]string{
+		{"demo", "--store", other},
+		append([]string{"run"}, base...),
+		append([]string{"rerun"}, base...),
+		append([]string{"rescore"}, base...),
+		{"export", "--store", src, "--to", other},
+		append([]string{"plan"}, base...),
+		append([]string{"report"}, base...),
+		{"ls", "--store", other},
+	} {
+		_, stderr, code := runStatus(t, args...)
+		msg := strings.TrimSpace(stderr)
+		if code != 1 || !strings.Contains(msg, "not a tally store") || !strings.Contains(msg, other) || strings.Contains(msg, "\n") {
+			t.Errorf("%v: status %d, %q; want one line saying %s is not a tally store", args, code, msg, other)
+		}
+		if after, _ := os.ReadFile(other); !bytes.Equal(before, after) {
+			t.Fatalf("%v changed %s", args, other)
+		}
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			if _, err := os.Stat(other + suffix); err == nil {
+				t.Errorf("%v left %s%s beside it", args, other, suffix)
+			}
+		}
+	}
+}
+
+// TestStoreErrorsNameTheStore (finding 8): a directory given as --store,
+// a store in a missing directory, a store whose disk is full, and one on
+// a read-only file system are each reported naming the store and what is
+// wrong with it.
+func TestStoreErrorsNameTheStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := t.TempDir()
+	_, stderr, code := runStatus(t, "demo", "--store", dir)
+	if msg := strings.TrimSpace(stderr); code != 1 || !strings.Contains(msg, "store "+dir+" is a directory") || strings.Contains(msg, "\n") {
+		t.Errorf("a directory as --store: status %d, %q", code, msg)
+	}
+	missing := filepath.Join(dir, "no", "such", "s.db")
+	if _, stderr, code := runStatus(t, "demo", "--store", missing); code != 1 || !strings.Contains(stderr, "its directory "+filepath.Dir(missing)+" does not exist") {
+		t.Errorf("a store in a missing directory: status %d, %q", code, stderr)
+	}
+
+	disk, ok := smallDisk(t, filepath.Join(dir, "disk"), 2<<20)
+	if !ok {
+		return
+	}
+	db := filepath.Join(disk, "d.db")
+	runTally(t, built, "demo", "--store", db)
+	fill(t, disk, 150<<10)
+	_, stderr, code = runStatus(t, "demo", "--store", db, "--max-tokens", "1000")
+	if code != 1 || !strings.Contains(stderr, "store "+db+" is full") {
+		t.Errorf("a full disk: status %d, stderr %q; want it to say store %s is full", code, stderr, db)
+	}
+	os.Remove(filepath.Join(disk, "filler"))
+	remount := func(mode string) {
+		t.Helper()
+		if out, err := exec.Command("mount", "-o", "remount,"+mode, disk).CombinedOutput(); err != nil {
+			t.Fatalf("remount %s: %v %s", mode, err, out)
+		}
+	}
+	remount("ro")
+	_, stderr, code = runStatus(t, "demo", "--store", db, "--max-tokens", "1000")
+	if msg := strings.TrimSpace(stderr); code != 1 || !strings.Contains(msg, "store "+db+" is read-only") || strings.Contains(msg, "\n") {
+		t.Errorf("a read-only file system: status %d, %q; want one line saying store %s is read-only", code, msg, db)
+	}
+	remount("rw")
+	// A store made read-only while a run writes to it (a file system
+	// cannot be remounted read-only while a file on it is open for
+	// writing): TestStorageErrorsNamed, in package store.
 }
