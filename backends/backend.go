@@ -103,7 +103,8 @@ type Backend interface {
 	Close() error
 }
 
-// Tokenizer is a local tokenizer.
+// Tokenizer is a local tokenizer. It must be safe for concurrent use (a
+// plan tokenises its prompts on every core).
 type Tokenizer interface {
 	// Encode tokenises text; addSpecial applies the post-processor (BOS).
 	Encode(text string, addSpecial bool) ([]int, error)

@@ -112,6 +112,10 @@ var migrations = []string{
 	ALTER TABLE runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;`,
 }
 
+// maxOpenSQLite is how many connections a SQLite store opens at most
+// (parallel reads; writes take the one write lock in turn).
+const maxOpenSQLite = 4
+
 // Store is an open results store.
 type Store struct {
 	db       *conn
@@ -148,7 +152,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(maxOpenSQLite)
 	s := &Store{db: &conn{DB: db}, path: path}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
@@ -194,7 +198,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
-		db.SetMaxOpenConns(4)
+		db.SetMaxOpenConns(maxOpenSQLite)
 		var v int
 		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			db.Close()
@@ -675,11 +679,18 @@ const MixedDigest = "mixed"
 // disagree), restricted to the given generation keys (read by one scan of
 // the model's rows when there are many).
 func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]string, error) {
-	out := map[ScoreKey]string{}
 	want := make(map[string]bool, len(genKeys))
 	for _, k := range genKeys {
 		want[k] = true
 	}
+	if fingerprint != "" && len(genKeys) > scanThreshold {
+		out, err := s.scanScoreDigests(ctx, fingerprint, want)
+		if err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
+		}
+		return out, nil
+	}
+	out := map[ScoreKey]string{}
 	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.digest",
 		"FROM scores s WHERE s.gen_key", "FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?",
 		func(rows *sql.Rows) (string, error) {
@@ -689,10 +700,7 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 				return "", err
 			}
 			if want[k.GenKey] {
-				if old, ok := out[k]; ok && old != d {
-					d = MixedDigest
-				}
-				out[k] = d
+				addDigest(out, k, d)
 			}
 			return k.GenKey, nil
 		})

@@ -98,7 +98,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 				return err
 			}
 			for _, res := range results {
-				if err := failedExit(res); err != nil {
+				if err := failedExit(res.Failures()); err != nil {
 					return err
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/backends/gomlx"
@@ -167,16 +169,33 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 	}
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
-	found := map[string]bool{}
 	for _, spec := range f.tasks {
 		cfg, err := tasks.ResolveWith(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
-		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+		cfgs = append(cfgs, cfg)
+	}
+	// Tasks load on every core (a large suite's data is most of what a
+	// plan reads).
+	all, errs := make([]tasks.Loaded, len(cfgs)), make([]error, len(cfgs))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, cfg := range cfgs {
+		g.Go(func() error {
+			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+			return nil
+		})
+	}
+	g.Wait()
+	for _, err := range errs { // the first task's error, whichever failed first
 		if err != nil {
 			return nil, nil, err
 		}
+	}
+	found := map[string]bool{}
+	for i, cfg := range cfgs {
+		loaded := all[i]
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
@@ -195,7 +214,6 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 			j.MaxTokens = f.maxTokens
 		}
 		jobs = append(jobs, j)
-		cfgs = append(cfgs, cfg)
 	}
 	var unknown []string
 	for _, id := range f.samples {
@@ -405,11 +423,12 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
+	board := res.Scoreboard()
+	sum.Scores, sum.Counts, sum.FailedSamples = board.Means, board.Counts, generate.FailedAsZero
 	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
 		return sum, err
 	}
-	exit := failedExit(res)
+	exit := failedExit(board.Failures)
 	if owner != "" && exit != nil {
 		// The run is complete: failed samples are stored as such, and a
 		// scheduler restarting this worker would find nothing to do.
@@ -428,7 +447,7 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 	}
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
-	printScores(stdout, s.jobs, res)
+	printScores(stdout, s.jobs, board)
 	if name == "demo" {
 		for _, j := range s.jobs {
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
@@ -452,8 +471,7 @@ func noteRecomputed(w io.Writer, n int, stored bool) {
 
 // failedExit is the error that makes tally exit with ExitFailed when any
 // sample of the results failed, nil otherwise.
-func failedExit(res generate.Results) error {
-	f := res.Failures()
+func failedExit(f []string) error {
 	if len(f) == 0 {
 		return nil
 	}
@@ -495,27 +513,22 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
+// printScores writes the scoreboard as a table: per task, setting and
+// metric the mean, the samples in it and the failed among them.
+func printScores(w io.Writer, jobs []*generate.Job, b *generate.Scoreboard) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn\tfailed")
-	means := res.Means()
 	anyFailed := false
 	for _, j := range jobs {
 		for _, set := range j.Settings {
-			for _, m := range res.Metrics(j.Task) {
-				xs := res[j.Task][set.Name][m]
-				failed := 0
-				for _, x := range xs {
-					if x.Failed != "" {
-						failed++
-					}
-				}
-				anyFailed = anyFailed || failed > 0
+			for _, m := range b.Metrics[j.Task] {
+				c := b.Cells[j.Task][set.Name][m]
+				anyFailed = anyFailed || c.Failed > 0
 				mean := "n/a"
-				if v, ok := means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+				if v, ok := b.Means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
 					mean = fmt.Sprintf("%.4f", float64(v))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, len(xs), failed)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, c.N, c.Failed)
 			}
 		}
 	}
@@ -722,11 +735,21 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 }
 
 func newRescoreCmd() *cobra.Command {
-	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
-		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
-			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "rescore",
+		Short: "Recompute scores from stored generations, with no model work",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			s, err := f.open(ctx, stderr, false)
 			if err != nil {
-				return fmt.Errorf("rescore: %w", err)
+				return err
+			}
+			defer s.Close()
+			board, rep, err := generate.Rescore(ctx, s.st, s.be, s.jobs)
+			if err != nil {
+				return err
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
@@ -734,14 +757,17 @@ func newRescoreCmd() *cobra.Command {
 				return err
 			}
 			if f.json {
-				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
-					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {
+				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": board.Means,
+					"counts": board.Counts, "failed_samples": generate.FailedAsZero}); err != nil {
 					return err
 				}
-				return failedExit(res)
+				return failedExit(board.Failures)
 			}
 			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
-			printScores(stdout, s.jobs, res)
-			return failedExit(res)
-		})
+			printScores(stdout, s.jobs, board)
+			return failedExit(board.Failures)
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
 }
