@@ -179,6 +179,40 @@ func Truncate(g *store.Generation, s StopSetting, budget int) (pred string, ok b
 // enough that no count of tokens over any number of samples overflows.
 const MaxBudget = 1 << 30
 
+// classify sets the item's failure reason, and its status and staleness
+// under each of its job's settings, from its stored generation (set) and
+// the digests of the stored scores.
+func classify(it *Item, digests map[store.ScoreKey]string) {
+	it.FailReason = failReason(it.Stored)
+	budget := it.Job.MaxTokens
+	it.Statuses = make([]Status, len(it.Job.Settings))
+	it.Stale = make([]bool, len(it.Job.Settings))
+	var dg *scoreDigester
+	for k, set := range it.Job.Settings {
+		switch g := it.Stored; {
+		case g == nil:
+			it.Statuses[k] = Missing
+		case it.FailReason != "":
+			it.Statuses[k] = Failed
+		default:
+			pred, ok, _ := it.truncate(g, set)
+			d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
+			if scored && ok && dg == nil {
+				x := newScoreDigester(it.Job, it.Sample)
+				dg = &x
+			}
+			switch {
+			case !ok:
+				it.Statuses[k] = Continue
+			case scored && d == dg.digest(set, budget, pred):
+				it.Statuses[k] = Complete
+			default:
+				it.Statuses[k], it.Stale[k] = Answerable, scored
+			}
+		}
+	}
+}
+
 // capBudget is a token budget capped by the room a context of ctxLen
 // tokens leaves after a prompt of promptLen tokens (unchanged when either
 // is unknown, or the prompt alone overflows: it fails before any budget
@@ -236,45 +270,25 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	for _, it := range p.Items {
+	// Each item is classified on its own (on every core), then counted.
+	err = eachItem(ctx, p.Items, func(it *Item) error {
 		if g, ok := stored[it.Key]; ok {
 			it.Stored = &g
 		}
-		it.FailReason = failReason(it.Stored)
-		budget := it.Job.MaxTokens
-		it.Statuses = make([]Status, len(it.Job.Settings))
-		it.Stale = make([]bool, len(it.Job.Settings))
-		var dg *scoreDigester
-		for k, set := range it.Job.Settings {
-			var stt Status
-			switch g := it.Stored; {
-			case g == nil:
-				stt = Missing
-			case it.FailReason != "":
-				stt = Failed
-			default:
-				pred, ok, _ := it.truncate(g, set)
-				d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
-				if scored && ok && dg == nil {
-					x := newScoreDigester(it.Job, it.Sample)
-					dg = &x
-				}
-				switch {
-				case !ok:
-					stt = Continue
-				case scored && d == dg.digest(set, budget, pred):
-					stt = Complete
-				default:
-					stt, it.Stale[k] = Answerable, scored
-				}
-			}
+		classify(it, digests)
+		it.NewTokens, it.Continue = needs(it, it.Stored, ctxLen, true)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range p.Items {
+		for k, stt := range it.Statuses {
+			p.Counts[stt]++
 			if it.Stale[k] {
 				p.Stale++
 			}
-			it.Statuses[k] = stt
-			p.Counts[stt]++
 		}
-		it.NewTokens, it.Continue = needs(it, it.Stored, ctxLen, true)
 		if it.NewTokens > 0 {
 			promptLen := it.promptLen
 			if it.Continue {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -29,8 +30,8 @@ func addDigest(out map[ScoreKey]string, k ScoreKey, d string) {
 // of all scores (keeping the keys wanted) when the keys are a third of
 // the store's generations or more: reading every score in storage order
 // costs less than half of finding a model's through its generations (a
-// lookup in two indexes a row). A SQLite store's scores are then read in
-// ranges of rows, one a core.
+// lookup in two indexes a row). Every score is read in ranges, one a
+// core (inRanges).
 func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want map[string]bool) (map[ScoreKey]string, error) {
 	sep := s.fieldSep()
 	var total int
@@ -42,37 +43,47 @@ func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want m
 			FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`, sep, fingerprint)
 	}
 	all := `SELECT concat_ws(?, gen_key, task, sample_id, setting_key, budget, digest) FROM scores`
+	var out map[ScoreKey]string
+	var mu sync.Mutex
+	err := s.inRanges(ctx, "scores", func(ctx context.Context, cond string, args ...any) error {
+		part, err := s.digestRows(ctx, want, all+" WHERE "+cond, append([]any{sep}, args...)...)
+		mu.Lock()
+		defer mu.Unlock()
+		if out == nil {
+			out = part
+			return err
+		}
+		for k, d := range part {
+			addDigest(out, k, d)
+		}
+		return err
+	})
+	return out, err
+}
+
+// inRanges calls read for parts of a table that together cover it, at
+// once, each named by a condition on its rows: for a SQLite store, one
+// range of rowids a core ("rowid >= ? AND rowid < ?", its bounds as
+// args); for PostgreSQL the whole table ("TRUE").
+func (s *Store) inRanges(ctx context.Context, table string, read func(ctx context.Context, cond string, args ...any) error) error {
 	if s.db.eng == postgresEngine {
-		return s.digestRows(ctx, want, all, sep)
+		return read(ctx, "TRUE")
 	}
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MIN(rowid), MAX(rowid) FROM scores`).Scan(&lo, &hi); err != nil {
-		return nil, err
+	if err := s.db.QueryRowContext(ctx, `SELECT MIN(rowid), MAX(rowid) FROM `+table).Scan(&lo, &hi); err != nil {
+		return err
 	}
 	if !lo.Valid {
-		return map[ScoreKey]string{}, nil
+		return read(ctx, "TRUE")
 	}
 	parts := int64(min(runtime.GOMAXPROCS(0), maxOpenSQLite))
 	step := (hi.Int64 - lo.Int64 + parts) / parts
-	maps := make([]map[ScoreKey]string, parts)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range parts {
 		from := lo.Int64 + i*step
-		g.Go(func() (err error) {
-			maps[i], err = s.digestRows(gctx, want, all+` WHERE rowid >= ? AND rowid < ?`, sep, from, from+step)
-			return err
-		})
+		g.Go(func() error { return read(gctx, `rowid >= ? AND rowid < ?`, from, from+step) })
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	out := maps[0]
-	for _, m := range maps[1:] {
-		for k, d := range m {
-			addDigest(out, k, d)
-		}
-	}
-	return out, nil
+	return g.Wait()
 }
 
 // digestRows runs a query of score rows (each one column joining gen_key,
@@ -188,6 +199,36 @@ func (s *Store) ScoreStatesFor(ctx context.Context, genKeys []string) ([]Score, 
 		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("read scores: %w", err)
 		}
+	}
+	return out, nil
+}
+
+// scanGenerations is Generations by a scan of the model's rows (in ranges,
+// one a core: inRanges), keeping the keys wanted.
+func (s *Store) scanGenerations(ctx context.Context, fingerprint string, want map[string]bool) (map[string]Generation, error) {
+	out := make(map[string]Generation, len(want))
+	var mu sync.Mutex
+	err := s.inRanges(ctx, "generations", func(ctx context.Context, cond string, args ...any) error {
+		rows, err := s.db.QueryContext(ctx, "SELECT "+generationCols+" FROM generations WHERE fingerprint=? AND "+cond, append([]any{fingerprint}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			g, ok, err := scanGeneration(rows.Scan, want)
+			if err != nil {
+				return err
+			}
+			if ok {
+				mu.Lock()
+				out[g.Key] = g
+				mu.Unlock()
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read generations: %w", err)
 	}
 	return out, nil
 }

@@ -627,6 +627,9 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 	for _, k := range keys {
 		want[k] = true
 	}
+	if fingerprint != "" && len(keys) > scanThreshold {
+		return s.scanGenerations(ctx, fingerprint, want)
+	}
 	err := s.eachKeyed(ctx, fingerprint, keys, generationCols, "FROM generations WHERE key", "FROM generations WHERE fingerprint=?", func(rows *sql.Rows) (string, error) {
 		g, ok, err := scanGeneration(rows.Scan, want)
 		if err != nil {
