@@ -103,6 +103,18 @@ type Backend interface {
 	Close() error
 }
 
+// Variants is implemented by a backend whose fingerprint names, beside the
+// model, the arithmetic its tokens were computed in (the native engine:
+// products' dtype, device, numerics version). Generations stored under
+// another arithmetic are never reused; OtherArithmetic lets a plan say
+// that they exist and why they do not count.
+type Variants interface {
+	// OtherArithmetic reports whether stored is a fingerprint of the same
+	// model as current computed under another arithmetic, and how it
+	// differs (e.g. "products in bfloat16, not float32").
+	OtherArithmetic(current, stored string) (why string, ok bool)
+}
+
 // Tokenizer is a local tokenizer. It must be safe for concurrent use (a
 // plan tokenises its prompts on every core).
 type Tokenizer interface {

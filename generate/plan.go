@@ -117,8 +117,12 @@ type Plan struct {
 	Requests int
 	// TokensToGenerate is an upper bound: each request's budget.
 	TokensToGenerate int
-	// PromptTokens is the number of prompt (and prefix) tokens to prefill.
+	// PromptTokens is the number of prompt (and prefix) tokens to prefill,
+	// over the requests whose prompt ids are known; Untokenised counts the
+	// requests whose prompt a server backend tokenises (its length unknown
+	// before the server says).
 	PromptTokens int
+	Untokenised  int
 	// Throughput is generated tokens per second measured in earlier runs of
 	// this model (0 when unknown); EstimatedSeconds derives from it (-1
 	// when unknown).
@@ -130,6 +134,10 @@ type Plan struct {
 	// Stale counts (sample, setting) pairs whose stored scores are out of
 	// date (data, metrics, task or stop setting changed).
 	Stale int
+	// Superseded lists the fingerprints of this model under another
+	// arithmetic that hold generations of the missing samples: they are
+	// not reused (see Superseded).
+	Superseded []Superseded
 }
 
 // Key returns the generation key: a digest of the model fingerprint, the
@@ -301,9 +309,15 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 			}
 			p.TokensToGenerate += it.NewTokens
 			p.PromptTokens += promptLen
+			if it.promptLen == 0 { // a server backend tokenises it
+				p.Untokenised++
+			}
 		}
 	}
 	if err := encodeItems(ctx, be.Tokenizer(), p.Work()); err != nil {
+		return nil, err
+	}
+	if p.Superseded, err = superseded(ctx, st, be, p); err != nil {
 		return nil, err
 	}
 	if tps, ok, err := st.Throughput(ctx, fp); err != nil {

@@ -15,11 +15,19 @@ type TokenProgress interface {
 	SampleEnded(id string, promptTokens, budget, generated int, errText string)
 }
 
-// workTokens sums the prompt tokens known and the token budgets of items.
-func workTokens(items []*Item) (prompt, budget int) {
+// workTokens sums, as the plan does, the prompt tokens to prefill (the
+// prompt and any stored prefix, where the ids are known; an overflowing
+// prompt is never prefilled) and the token budgets of items.
+func workTokens(items []*Item, ctxLen int) (prompt, budget int) {
 	for _, it := range items {
-		prompt += len(it.PromptIDs)
 		budget += it.NewTokens
+		if overflows(it, ctxLen) {
+			continue
+		}
+		prompt += len(it.PromptIDs)
+		if it.Continue && it.Stored != nil {
+			prompt += it.Stored.NTokens
+		}
 	}
 	return prompt, budget
 }

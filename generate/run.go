@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tally/backends"
+	"tally/internal/redact"
 	"tally/scoring/stats"
 	"tally/store"
 )
@@ -24,7 +25,10 @@ import (
 type Progress interface {
 	// Start announces the number of samples that need model work.
 	Start(samples int)
-	// Tokens reports n newly generated tokens.
+	// Tokens reports n newly generated tokens. When a sample ends, n
+	// corrects what was reported for it to the backend's count (negative
+	// when a server streamed more pieces than tokens), so that the tokens
+	// reported add up to Summary.GeneratedTokens.
 	Tokens(n int)
 	// SampleDone reports one finished sample.
 	SampleDone()
@@ -219,23 +223,27 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		}
 	}()
 	var runErr error
+	// The claims are released and the worker's end recorded even when
+	// interrupted, within store.CommitGrace of the signal.
+	cleanup, endCleanup := store.WithGrace(ctx)
 	defer func() {
 		stopRenew()
 		<-renewed
-		st.Release(context.Background(), opt.Owner, nil)
+		st.Release(cleanup, opt.Owner, nil)
 		status := store.WorkerDone
 		if runErr != nil {
 			status = store.WorkerStopped
 		}
-		st.EndWorker(context.Background(), opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		st.EndWorker(cleanup, opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		endCleanup()
 	}()
 
+	ctxLen := be.ContextLength()
 	tp, _ := opt.Progress.(TokenProgress)
 	if tp != nil {
-		tp.Work(workTokens(pending))
+		tp.Work(workTokens(pending, ctxLen))
 	}
 	genStart := time.Now()
-	ctxLen := be.ContextLength()
 	// Work is claimed from a window of the pending keys at a time (so that
 	// a claim and a look at what peers stored cost the same for any size of
 	// run); the window moves on when it holds nothing this process can
@@ -246,6 +254,7 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 	// owner id), so that workers started together do not all contend for
 	// the same first claims.
 	off, idle := startOffset(opt.Owner, len(pending), window()), 0
+	var noted time.Time // when a WaitProgress was last told what this process waits for
 	for len(pending) > 0 && runErr == nil {
 		if off >= len(pending) {
 			off = 0
@@ -394,6 +403,12 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 			idle += winItems
 			if idle >= len(pending) {
 				idle, off = 0, 0
+				if wp, ok := opt.Progress.(WaitProgress); ok && time.Since(noted) >= WaitNoteEvery {
+					noted = time.Now()
+					if w, err := waitFor(ctx, st, pending); err == nil && len(w.Holders) > 0 {
+						wp.Waiting(w)
+					}
+				}
 				select {
 				case <-ctx.Done():
 					runErr = ctx.Err()
@@ -456,7 +471,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	tp, _ := opt.Progress.(TokenProgress)
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
-	go func() { written <- writeResults(st, results, opt) }()
+	// Finished work is committed even when interrupted (within
+	// store.CommitGrace of the signal); once a commit fails, generating
+	// more that cannot be stored stops.
+	wctx, endWrites := store.WithGrace(ctx)
+	defer endWrites()
+	gctx, stopGen := context.WithCancelCause(ctx)
+	defer stopGen(nil)
+	go func() { written <- writeResults(wctx, st, results, opt, stopGen) }()
 
 	reqs := make([]backends.Request, len(work))
 	states := make([]*reqState, len(work))
@@ -492,6 +514,7 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 			newTokens = 1
 		}
 		if newTokens > 0 && opt.Progress != nil {
+			s.reported += newTokens
 			opt.Progress.Tokens(newTokens)
 		}
 		done := s.matcher.Feed(ev.Text)
@@ -524,8 +547,17 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
+			if opt.Progress != nil && max(newTok, 0) != s.reported {
+				// Progress counted streamed pieces (a server's carry no
+				// ids): its total now agrees with the summary's.
+				opt.Progress.Tokens(max(newTok, 0) - s.reported)
+			}
 			if tp != nil {
-				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, ev.PromptTokens, s.it.NewTokens, max(newTok, 0), g.Error)
+				prefilled := ev.PromptTokens
+				if g.Finish == backends.FinishContext {
+					prefilled = 0 // as in the summary: never prefilled
+				}
+				tp.SampleEnded(s.it.Sample.Task+"/"+s.it.Sample.ID, prefilled, s.it.NewTokens, max(newTok, 0), g.Error)
 			}
 			if opt.Progress != nil {
 				opt.Progress.SampleDone()
@@ -536,24 +568,28 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	}
 	var genErr error
 	if len(reqs) > 0 {
-		genErr = be.Generate(ctx, reqs, sink)
+		genErr = be.Generate(gctx, reqs, sink)
 	}
 	close(results)
 	wo := <-written
 	sum.Unscorable = append(sum.Unscorable, wo.unscorable...)
-	if genErr == nil {
+	if genErr == nil || (wo.err != nil && ctx.Err() == nil) {
+		// Not interrupted: generation ended, or was stopped because
+		// nothing more could be stored.
 		genErr = ctx.Err()
 	}
 	return errors.Join(wo.err, genErr)
 }
 
 type reqState struct {
-	it      *Item
-	matcher *Matcher
-	text    []byte
-	ids     []int
-	offsets []int
-	started time.Time
+	// reported counts the tokens reported to Progress.Tokens.
+	reported int
+	it       *Item
+	matcher  *Matcher
+	text     []byte
+	ids      []int
+	offsets  []int
+	started  time.Time
 }
 
 func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Generation {
@@ -584,7 +620,7 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 		g.Finish = backends.FinishContextFull
 	}
 	if ev.Err != nil {
-		g.Error = ev.Err.Error()
+		g.Error = redact.String(ev.Err.Error())
 	}
 	stops := struct {
 		Settings []StopSetting    `json:"settings"`
@@ -623,10 +659,11 @@ type writeOutcome struct {
 	unscorable []string
 }
 
-func writeResults(st *store.Store, results <-chan result, opt Options) writeOutcome {
-	// Commits use a context of their own: on Ctrl-C the finished work is
-	// still written.
-	ctx := context.Background()
+// writeResults commits the results as they come, in portions, until the
+// channel is closed; ctx outlives an interrupt by store.CommitGrace, so
+// that finished work is still written. The first failed commit is passed
+// to fail (and reported once the results are drained).
+func writeResults(ctx context.Context, st *store.Store, results <-chan result, opt Options, fail func(error)) writeOutcome {
 	var gens []store.Generation
 	var scores []store.Score
 	var firstErr error
@@ -639,6 +676,7 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 		// them from the store.
 		if err := st.CommitGenerations(ctx, opt.Owner, gens, scores); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("store generations: %w", err)
+			fail(firstErr)
 		}
 		gens, scores = gens[:0], scores[:0]
 	}

@@ -26,9 +26,12 @@ type Dataset struct {
 type Column struct {
 	Model       string `json:"model"`
 	Fingerprint string `json:"fingerprint"`
-	Setting     string `json:"setting"`
-	SettingKey  string `json:"setting_key"`
-	Budget      int    `json:"budget"`
+	// DType is the dtype the model's products were computed in (native
+	// runs: --dtype as resolved); "" when the runs did not say.
+	DType      string `json:"dtype,omitempty"`
+	Setting    string `json:"setting"`
+	SettingKey string `json:"setting_key"`
+	Budget     int    `json:"budget"`
 	// Label names the column in tables and charts: "model setting", with
 	// the budget when a task was scored under several.
 	Label string `json:"label"`
@@ -177,7 +180,7 @@ type colKey struct {
 }
 
 func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
-	names, err := modelNames(ctx, st)
+	names, dtypes, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +243,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 			ci = len(td.Columns)
 			tl.colIdx[ck] = ci
 			td.Columns = append(td.Columns, Column{Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint,
-				Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
+				DType: dtypes[e.Fingerprint], Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
 			tl.budgets[e.Budget] = true
 		}
 		mi, ok := tl.metrics[e.Metric]
@@ -355,19 +358,41 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	return ds, nil
 }
 
-// modelNames maps each fingerprint to the model name its newest run used.
-func modelNames(ctx context.Context, st *store.Store) (map[string]string, error) {
+// modelNames maps each fingerprint to the model name its newest run used,
+// and to the dtype that run's products were computed in (its config's
+// "dtype": native runs). A name that fingerprints of several dtypes share
+// (one model run at several --dtype) becomes "NAME (DTYPE)" for each, so
+// that their columns and lm-eval folders stay apart.
+func modelNames(ctx context.Context, st *store.Store) (names, dtypes map[string]string, err error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	names := map[string]string{}
+	names, dtypes = map[string]string{}, map[string]string{}
 	for _, r := range runs { // newest first
 		if _, ok := names[r.Fingerprint]; !ok {
 			names[r.Fingerprint] = r.Model
+			var cfg struct {
+				DType string `json:"dtype"`
+			}
+			if json.Unmarshal(r.Config, &cfg) == nil && cfg.DType != "" {
+				dtypes[r.Fingerprint] = cfg.DType
+			}
 		}
 	}
-	return names, nil
+	kinds := map[string]map[string]bool{} // name → its fingerprints' dtypes
+	for fp, n := range names {
+		if kinds[n] == nil {
+			kinds[n] = map[string]bool{}
+		}
+		kinds[n][dtypes[fp]] = true
+	}
+	for fp, n := range names {
+		if len(kinds[n]) > 1 && dtypes[fp] != "" {
+			names[fp] = n + " (" + dtypes[fp] + ")"
+		}
+	}
+	return names, dtypes, nil
 }
 
 // compareIDs orders sample ids numerically when both are numbers.

@@ -120,7 +120,7 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 	dateID := strings.ReplaceAll(now.Format("2006-01-02T15:04:05.000000"), ":", "-")
 	type modelOut struct {
 		results, configs, versions, nshot, hib, nsamples, groups map[string]any
-		fingerprint                                              string
+		fingerprint, dtype                                       string
 	}
 	models := map[string]*modelOut{}
 	var written []string
@@ -133,7 +133,7 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 			mo := models[c.Model]
 			if mo == nil {
 				mo = &modelOut{results: map[string]any{}, configs: map[string]any{}, versions: map[string]any{}, nshot: map[string]any{},
-					hib: map[string]any{}, nsamples: map[string]any{}, groups: map[string]any{}, fingerprint: c.Fingerprint}
+					hib: map[string]any{}, nsamples: map[string]any{}, groups: map[string]any{}, fingerprint: c.Fingerprint, dtype: c.DType}
 				models[c.Model] = mo
 			}
 			name := LMEvalTaskName(td.Task, c, len(budgets) > 1)
@@ -218,10 +218,14 @@ func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]stri
 	slices.Sort(names)
 	for _, m := range names {
 		mo := models[m]
+		var dtype any // lm-eval's model_dtype: null when unknown
+		if mo.dtype != "" {
+			dtype = mo.dtype
+		}
 		out := map[string]any{
 			"results": mo.results, "group_subtasks": mo.groups, "configs": mo.configs, "versions": mo.versions,
 			"n-shot": mo.nshot, "higher_is_better": mo.hib, "n-samples": mo.nsamples,
-			"config": map[string]any{"model": "tally", "model_args": "pretrained=" + m, "model_num_parameters": nil, "model_dtype": nil,
+			"config": map[string]any{"model": "tally", "model_args": "pretrained=" + m, "model_num_parameters": nil, "model_dtype": dtype,
 				"batch_size": nil, "device": nil, "use_cache": nil, "limit": nil, "bootstrap_iters": 0, "gen_kwargs": nil,
 				"random_seed": nil, "numpy_seed": nil, "torch_seed": nil, "fewshot_seed": nil},
 			"git_hash": nil, "date": float64(now.UnixNano()) / 1e9, "model_source": "tally", "model_name": m,

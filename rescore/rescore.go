@@ -65,12 +65,14 @@ func New(ctx context.Context, st *store.Store) (*Checker, error) {
 			}
 		}
 		for _, spec := range cfg.Tasks {
-			tc, err := tasks.ResolveWith(spec, set)
+			tcs, err := tasks.ResolveAll(spec, set)
 			if err != nil {
 				continue
 			}
-			if _, ok := c.jobs[tc.Task]; !ok {
-				c.jobs[tc.Task] = &generate.Job{Task: tc.Task, Score: tc.Scorer(), Spec: tc.ScoringSpec()}
+			for _, tc := range tcs {
+				if _, ok := c.jobs[tc.Task]; !ok {
+					c.jobs[tc.Task] = &generate.Job{Task: tc.Task, Score: tc.Scorer(), Spec: tc.ScoringSpec()}
+				}
 			}
 		}
 	}

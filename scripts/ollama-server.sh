@@ -20,6 +20,11 @@ BINDIR=$CACHE/ollama-$VERSION/bin
 BIN=$BINDIR/ollama
 NAME=${TALLY_OLLAMA_NAME:-tally-tiny}
 log() { echo "ollama-server: $*" >&2; }
+FIXTURE=$ROOT/../shared/fixtures/models/llama-tiny
+if [ ! -d "$FIXTURE" ]; then
+	log "needs the reference set's llama-tiny fixture at $FIXTURE (../shared beside the checkout; see README.md, \"Tests and reference data\"); the Ollama tests skip without a server"
+	exit 1
+fi
 
 t0=$SECONDS
 if [ ! -x "$BIN" ]; then
@@ -60,7 +65,7 @@ fi
 log "server up on $HOST (pid $PID) in $((SECONDS - t1))s"
 
 t2=$SECONDS
-(cd "$ROOT" && go run ./backends/ollama/internal/mktestmodel -src ../shared/fixtures/models/llama-tiny -out "$DIR/model") >&2
+(cd "$ROOT" && go run ./backends/ollama/internal/mktestmodel -src "$FIXTURE" -out "$DIR/model") >&2
 # One thread: the model is tiny, and ggml's spinning worker threads thrash
 # on a busy 2-core machine (100 tokens: 17 s with the default, 0.03 s with 1).
 printf 'FROM %s\nPARAMETER num_thread 1\n' "$DIR/model" >"$DIR/Modelfile"

@@ -29,6 +29,9 @@ func metricVersion(name string) string {
 
 // Scorer returns the scorer that applies every metric of the task.
 func (c *Config) Scorer() generate.Scorer {
+	if c.lm != nil {
+		return c.lm.Scorer()
+	}
 	fs := make([]func(string, datasets.Sample) (map[string]float64, error), 0, len(c.Metrics))
 	for _, name := range c.Metrics {
 		m, _ := lookupMetric(name) // validated when the config was read

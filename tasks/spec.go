@@ -23,7 +23,12 @@ type metricSpec struct {
 // the references), its language (Counting-Stars parses answers by it) and its metrics in order, each with its version. The
 // sample's references and metadata, the stop setting and the budget are
 // digested beside it by the generate package.
-func (c *Config) ScoringSpec() string { return c.scoringSpec(metricVersion) }
+func (c *Config) ScoringSpec() string {
+	if c.lm != nil {
+		return c.lm.ScoringSpec()
+	}
+	return c.scoringSpec(metricVersion)
+}
 
 // scoringSpec is ScoringSpec with the metric versions from version.
 func (c *Config) scoringSpec(version func(name string) string) string {

@@ -22,6 +22,7 @@ import (
 
 	"tally/datasets"
 	"tally/generate"
+	"tally/tasks/lmeval"
 )
 
 //go:embed builtin
@@ -91,7 +92,13 @@ type Config struct {
 	Chat bool `yaml:"chat"`
 
 	dir string // directory of the YAML file, for relative data paths
+	// lm is the task when the file is an lm-evaluation-harness task file.
+	lm *lmeval.Task
 }
+
+// LMEval is the lm-evaluation-harness task the config was read from, nil
+// for a tally task.
+func (c *Config) LMEval() *lmeval.Task { return c.lm }
 
 // Builtin lists the built-in task names.
 func Builtin() []string {
@@ -120,6 +127,12 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 			return nil, fmt.Errorf("read task %s: %w", spec, err)
 		}
 		data, dir = b, filepath.Dir(spec)
+		if lmeval.IsGroupFile(data) {
+			return nil, fmt.Errorf("%s is an lm-eval group: its tasks are resolved with ResolveAll", spec)
+		}
+		if lmeval.IsTaskFile(data) {
+			return resolveLMEval(spec, set)
+		}
 	} else {
 		b, err := builtinFS.ReadFile("builtin/" + spec + ".yaml")
 		if err != nil {
@@ -128,6 +141,9 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 		data = b
 	}
 	if len(set) > 0 {
+		if err := checkSet(set); err != nil {
+			return nil, err
+		}
 		var err error
 		if data, err = setFields(data, set); err != nil {
 			return nil, fmt.Errorf("read task %s: %w", spec, err)
@@ -144,6 +160,68 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 		return nil, fmt.Errorf("task %s: %w", spec, err)
 	}
 	return &c, nil
+}
+
+// ResolveAll is ResolveWith for a spec that may name several tasks: an
+// lm-evaluation-harness group file gives every task of the group (found
+// under its folder); any other spec gives its one config.
+func ResolveAll(spec string, set map[string]string) ([]*Config, error) {
+	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
+		if b, err := os.ReadFile(spec); err == nil && lmeval.IsGroupFile(b) {
+			ts, err := lmeval.LoadGroup(spec, set)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*Config, len(ts))
+			for i, t := range ts {
+				out[i] = lmevalConfig(spec, t)
+			}
+			return out, nil
+		}
+	}
+	c, err := ResolveWith(spec, set)
+	if err != nil {
+		return nil, err
+	}
+	return []*Config{c}, nil
+}
+
+// resolveLMEval reads an lm-evaluation-harness task file (tally/tasks/lmeval):
+// its until becomes the default stop setting "until", its max_gen_toks
+// the token budget, and each filter pipeline and metric a score
+// "METRIC,FILTER".
+func resolveLMEval(path string, set map[string]string) (*Config, error) {
+	t, err := lmeval.Load(path, set)
+	if err != nil {
+		return nil, err
+	}
+	return lmevalConfig(path, t), nil
+}
+
+func lmevalConfig(path string, t *lmeval.Task) *Config {
+	return &Config{Task: t.Name(), Description: t.Description(), Loader: lmeval.FormatName,
+		Stop: map[string][]string{lmeval.UntilSetting: t.Until()}, MaxTokens: t.MaxGenToks(), Metrics: t.ScoreKeys(),
+		dir: filepath.Dir(path), lm: t}
+}
+
+// SettingsWith returns the stop settings a run scores: the task's own
+// when stops is empty; otherwise stops, which replace a tally task's
+// settings and are scored beside an lm-eval task's "until" (a stop
+// setting named "until" replaces it).
+func (c *Config) SettingsWith(stops []generate.StopSetting) []generate.StopSetting {
+	if len(stops) == 0 {
+		return c.Settings()
+	}
+	if c.lm == nil {
+		return stops
+	}
+	out := append([]generate.StopSetting(nil), stops...)
+	for _, s := range stops {
+		if s.Name == lmeval.UntilSetting {
+			return out
+		}
+	}
+	return append(c.Settings(), out...)
 }
 
 // setFields replaces the value of each named top-level field of the YAML
@@ -209,6 +287,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("field max_tokens must be positive")
 	case len(c.Metrics) == 0:
 		return fmt.Errorf("field metrics is empty")
+	case c.FewShot < 0:
+		return fmt.Errorf("field fewshot: %d, want 0 or more examples", c.FewShot)
+	case c.FewShot > 0 && (l.Rows == nil || c.Target == ""):
+		return fmt.Errorf("fewshot %d: the %s loader's prompts take no few-shot examples (only tasks with a prompt and a target template do)", c.FewShot, c.Loader)
 	}
 	for _, m := range c.Metrics {
 		if _, ok := lookupMetric(m); !ok {
@@ -263,6 +345,13 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	path := c.Data
 	if opt.Data != "" {
 		path = opt.Data
+	}
+	if c.lm != nil {
+		loaded, err := c.lm.Load(path, opt.SkipBad)
+		if err != nil {
+			return Loaded{}, err
+		}
+		return Loaded{Samples: selectSamples(loaded.Samples, opt), Skipped: loaded.Skipped}, nil
 	}
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)

@@ -6,9 +6,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
 
 	"tally/backends"
 )
@@ -201,5 +205,46 @@ func BenchmarkCPUBenchModel(b *testing.B) {
 		b.Run("decode/"+name, func(b *testing.B) {
 			benchDecode(b, randomModel(b, cfg, batch), batch, 270, 128)
 		})
+	}
+}
+
+// BenchmarkCPUBenchDType runs BenchmarkCPUBenchModel's parts on the same
+// model as a bfloat16 checkpoint (its weights rounded to bfloat16) under
+// --dtype auto (products in bfloat16) and float32, the two modes of each
+// part one after the other. Repeat the whole benchmark to measure them in
+// turn on a machine shared with other work (-count repeats each case in a
+// row instead); docs/numerics.md gives the ratios.
+func BenchmarkCPUBenchDType(b *testing.B) {
+	cfg := benchConfig()
+	host := randomWeights(cfg, 7)
+	for i, s := range weightSpecs(cfg, layout{}) {
+		if s.matrix {
+			for j, x := range host[i] {
+				host[i][j] = bfloat16.FromFloat32(x).Float32()
+			}
+		}
+	}
+	for _, batch := range []int{1, 8} {
+		name := map[int]string{1: "batch1", 8: "batch8"}[batch]
+		for _, part := range []string{"prefill", "decode"} {
+			for _, mode := range []DType{DTypeAuto, DTypeFloat32} {
+				b.Run(part+"/"+name+"/"+string(mode), func(b *testing.B) {
+					w := make([][]float32, len(host))
+					for i := range host {
+						w[i] = slices.Clone(host[i])
+					}
+					m, err := newModel(cfg, layout{half: dtypes.BFloat16}, w, nil, Options{MaxBatch: batch, DType: mode})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer m.Close()
+					if part == "prefill" {
+						benchPrefill(b, m, batch, 270)
+					} else {
+						benchDecode(b, m, batch, 270, 128)
+					}
+				})
+			}
+		}
 	}
 }

@@ -67,7 +67,7 @@ func TestDemo(t *testing.T) {
 	}
 	t.Logf("sample: %q; stats %+v", a[0], m.Stats())
 	fp, err := m.Fingerprint(ctx)
-	if err != nil || !strings.HasPrefix(fp, "gomlx:float32:"+demoVersion+":sha256:") {
+	if err != nil || !strings.HasPrefix(fp, cpuArith("float32")+":"+demoVersion+":sha256:") {
 		t.Errorf("fingerprint %q %v", fp, err)
 	}
 	m2, err := Demo(ctx, Options{})

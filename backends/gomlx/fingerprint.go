@@ -13,21 +13,22 @@ import (
 	"strconv"
 )
 
-// computeDType is the dtype every computation runs in.
-const computeDType = "float32"
-
-// Fingerprint implements backends.Backend: "gomlx:float32:sha256:<hex>",
-// the digest covering config.json, tokenizer.json and every weight file.
-// File digests are cached by (path, size, mtime) in Options.FingerprintCache.
+// Fingerprint implements backends.Backend:
+// "gomlx:PRODUCTS:DEVICE:numerics-N:sha256:<hex>", the arithmetic the
+// model computes in (see Arithmetic: the products' dtype, the device and
+// kernels, NumericsVersion) and the digest covering config.json,
+// tokenizer.json and every weight file, so that generations made under one
+// arithmetic are never reused under another. File digests are cached by
+// (path, size, mtime) in Options.FingerprintCache.
 func (m *Model) Fingerprint(ctx context.Context) (string, error) {
 	if m.fpExtra != "" {
-		return fmt.Sprintf("%s:%s:%s", m.Name(), computeDType, m.fpExtra), nil
+		return fmt.Sprintf("%s:%s:%s", m.Name(), m.arith, m.fpExtra), nil
 	}
 	sum, err := filesDigest(ctx, m.fpFiles, fingerprintCachePath(m.opts.FingerprintCache))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s:%s:sha256:%s", m.Name(), computeDType, sum), nil
+	return fmt.Sprintf("%s:%s:sha256:%s", m.Name(), m.arith, sum), nil
 }
 
 // fingerprintCachePath resolves the cache file; "" means none.

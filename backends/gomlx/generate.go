@@ -391,7 +391,7 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.opts.Log != nil {
-		m.announce.Do(func() { fmt.Fprintf(m.opts.Log, "native: %s\n", m.Kernels()) })
+		m.announce.Do(func() { fmt.Fprintln(m.opts.Log, m.announcement()) })
 	}
 	var jobs []*job
 	for _, r := range reqs {

@@ -97,9 +97,11 @@ const projInOut = true
 // matrices are held.
 type layout struct {
 	qkvBias, oBias, mlpBias bool
-	// half is Float16 or BFloat16 when the file stores every matrix in
-	// that dtype: matrices stay in it and matrix products read it with
-	// float32 accumulation; InvalidDType (the zero value) keeps all f32.
+	// half is Float16 or BFloat16 when the products run in that dtype
+	// (the file stores every matrix in it and --dtype is auto, or --dtype
+	// asks for it: see resolveProducts): matrices are held in it and
+	// matrix products read it with float32 accumulation; InvalidDType (the
+	// zero value) keeps all f32.
 	half dtypes.DType
 }
 

@@ -31,22 +31,35 @@ func TestHalfDType(t *testing.T) {
 	}
 }
 
-func TestHeldHalf(t *testing.T) {
+// TestResolveProducts: each --dtype mode gives its products' dtype on each
+// device; auto keeps the checkpoint's (a float16 file widened to float32 on
+// the pure-Go backend, saying so), float16 on the pure-Go backend says it is
+// slow.
+func TestResolveProducts(t *testing.T) {
 	for _, tc := range []struct {
-		half   dtypes.DType
+		mode   DType
+		file   dtypes.DType
 		device string
 		want   dtypes.DType
+		note   bool
 	}{
-		{dtypes.InvalidDType, "", dtypes.InvalidDType},
-		{dtypes.BFloat16, "", dtypes.BFloat16},
-		{dtypes.BFloat16, "cuda", dtypes.BFloat16},
-		{dtypes.Float16, "cpu", dtypes.InvalidDType},
-		{dtypes.Float16, "", dtypes.InvalidDType},
-		{dtypes.Float16, "xla", dtypes.Float16},
-		{dtypes.Float16, "CUDA", dtypes.Float16},
+		{DTypeAuto, dtypes.InvalidDType, "", dtypes.InvalidDType, false},
+		{"", dtypes.BFloat16, "", dtypes.BFloat16, false},
+		{DTypeAuto, dtypes.BFloat16, "cuda", dtypes.BFloat16, false},
+		{DTypeAuto, dtypes.Float16, "cpu", dtypes.InvalidDType, true},
+		{DTypeAuto, dtypes.Float16, "", dtypes.InvalidDType, true},
+		{DTypeAuto, dtypes.Float16, "xla", dtypes.Float16, false},
+		{DTypeAuto, dtypes.Float16, "CUDA", dtypes.Float16, false},
+		{DTypeFloat32, dtypes.BFloat16, "", dtypes.InvalidDType, false},
+		{DTypeFloat32, dtypes.Float16, "cuda", dtypes.InvalidDType, false},
+		{DTypeBFloat16, dtypes.InvalidDType, "", dtypes.BFloat16, false},
+		{DTypeBFloat16, dtypes.Float16, "xla", dtypes.BFloat16, false},
+		{DTypeFloat16, dtypes.InvalidDType, "", dtypes.Float16, true},
+		{DTypeFloat16, dtypes.BFloat16, "cuda", dtypes.Float16, false},
 	} {
-		if got := heldHalf(tc.half, tc.device); got != tc.want {
-			t.Errorf("heldHalf(%v, %q) = %v, want %v", tc.half, tc.device, got, tc.want)
+		got, note := resolveProducts(tc.mode, tc.file, tc.device)
+		if got != tc.want || (note != "") != tc.note {
+			t.Errorf("resolveProducts(%q, %v, %q) = %v, %q; want %v, note %v", tc.mode, tc.file, tc.device, got, note, tc.want, tc.note)
 		}
 	}
 }
@@ -65,11 +78,12 @@ func TestHalfWeights(t *testing.T) {
 	prompt := []int{3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46, 26, 43, 38, 32, 79, 50, 28, 84, 19}
 	for _, tc := range []struct {
 		dt    dtypes.DType
+		mode  DType
 		round func(float32) float32
 		tol   float64
 	}{
-		{dtypes.Float16, func(x float32) float32 { return float16.FromFloat32(x).Float32() }, 5e-3},
-		{dtypes.BFloat16, func(x float32) float32 { return bfloat16.FromFloat32(x).Float32() }, 3e-2},
+		{dtypes.Float16, DTypeFloat16, func(x float32) float32 { return float16.FromFloat32(x).Float32() }, 5e-3},
+		{dtypes.BFloat16, DTypeAuto, func(x float32) float32 { return bfloat16.FromFloat32(x).Float32() }, 3e-2},
 	} {
 		t.Run(tc.dt.String(), func(t *testing.T) {
 			host := randomWeights(cfg, 5)
@@ -89,7 +103,7 @@ func TestHalfWeights(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m32.Close()
-			mh, err := newModel(cfg, layout{half: tc.dt}, host, nil, Options{keepF16: true})
+			mh, err := newModel(cfg, layout{half: tc.dt}, host, nil, Options{DType: tc.mode})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,11 +1,16 @@
 package gomlx
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
+
+// ErrNotModel is wrapped by the errors for a model path that is neither a
+// model directory, a GGUF file nor a Hugging Face cache name.
+var ErrNotModel = errors.New("not a model")
 
 // ResolveModelDir turns path into a model directory: an existing directory
 // is returned as is; a Hugging Face name "org/name" is looked up in the local
@@ -15,13 +20,13 @@ import (
 func ResolveModelDir(path string) (string, error) {
 	if st, err := os.Stat(path); err == nil {
 		if !st.IsDir() {
-			return "", fmt.Errorf("model path %s: not a directory (a Hugging Face model) nor a GGUF file", path)
+			return "", fmt.Errorf("model path %s: a file, but %w: not a GGUF file, and not a directory holding a Hugging Face model", path, ErrNotModel)
 		}
 		return path, nil
 	}
 	parts := strings.Split(path, "/")
 	if len(parts) != 2 || parts[0] == "" || parts[1] == "" || strings.HasPrefix(path, ".") {
-		return "", fmt.Errorf("model path %s: no such directory (and not a Hugging Face name org/name)", path)
+		return "", fmt.Errorf("model path %s: no such directory, and %w name org/name in the Hugging Face cache", path, ErrNotModel)
 	}
 	hub, err := hubDir()
 	if err != nil {

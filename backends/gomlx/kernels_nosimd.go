@@ -17,3 +17,9 @@ func cpuKernels() string {
 	}
 	return "portable Go kernels (built without GOEXPERIMENT=simd: no AVX2/AVX-512)"
 }
+
+// kernelFamily names the kernels for the fingerprint (see
+// Arithmetic.Device): the portable Go kernels of this architecture ("go-"
+// and GOARCH: the compiler fuses multiply-adds on some architectures and
+// not on others, so their results differ).
+func kernelFamily() string { return "go-" + runtime.GOARCH }

@@ -33,6 +33,22 @@ func cpuKernels() string {
 	return "portable Go kernels (this CPU has neither AVX2 nor AVX-512)"
 }
 
+// kernelFamily names the kernels cpuKernels describes for the
+// fingerprint (see Arithmetic.Device): "avx512", "avx2", or "go-amd64" for
+// the portable Go kernels.
+func kernelFamily() string {
+	if envFalse("GOMLX_DOT_MATMUL") {
+		return "go-amd64"
+	}
+	switch {
+	case archsimd.X86.AVX512() && !envFalse("GOMLX_SIMD_AVX512"):
+		return "avx512"
+	case archsimd.X86.AVX2() && !envFalse("GOMLX_SIMD_AVX2"):
+		return "avx2"
+	}
+	return "go-amd64"
+}
+
 // envFalse reports whether the environment variable name holds one of
 // gomlx/compute's false values (its support/envutil.FalseValues).
 func envFalse(name string) bool {

@@ -29,7 +29,7 @@ func TestKernelsNamed(t *testing.T) {
 	if !strings.HasPrefix(k, "gomlx pure Go, ") {
 		t.Fatalf("Kernels() = %q, want the pure-Go backend named", k)
 	}
-	if want := "native: " + k + "\n"; log.String() != want {
+	if want := "native: " + k + ", products in float32\n"; log.String() != want {
 		t.Fatalf("two Generate calls logged %q, want %q once", log.String(), want)
 	}
 	portable := strings.Contains(k, "portable Go kernels")

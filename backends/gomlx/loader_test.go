@@ -325,7 +325,7 @@ func TestFingerprintCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(fp1, "gomlx:float32:sha256:") {
+	if !strings.HasPrefix(fp1, cpuArith("float32")+":sha256:") {
 		t.Errorf("fingerprint %q", fp1)
 	}
 	data, err := os.ReadFile(cache)

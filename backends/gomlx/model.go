@@ -4,8 +4,11 @@
 //
 // A model is loaded from a Hugging Face directory (config.json, safetensors
 // weights, generation_config.json, tokenizer.json) or a hub cache name
-// "org/name". Computation is float32. Generation is greedy, batched, over a
-// KV cache held as tensors; graphs are compiled once per shape bucket.
+// "org/name". The matrix products run in the dtype Options.DType chooses
+// (by default the checkpoint's); everything else (accumulation, attention,
+// norms, residuals, the KV cache) is float32. Generation is greedy, batched,
+// over a KV cache held as tensors; graphs are compiled once per shape
+// bucket.
 package gomlx
 
 import (
@@ -19,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 
 	mlbackends "github.com/gomlx/compute"
@@ -61,8 +63,9 @@ type Options struct {
 	// PlanMemory); 0: the host's available memory on the pure-Go backend,
 	// no plan on XLA.
 	DeviceMemory int64
-	// keepF16 keeps F16 matrices in F16 on the pure-Go backend (tests).
-	keepF16 bool
+	// DType is the arithmetic of the matrix products (--dtype; "" is
+	// DTypeAuto): see DType and resolveProducts.
+	DType DType
 	// meminfo is the /proc/meminfo file assemble reads (tests; "" the
 	// host's).
 	meminfo string
@@ -106,7 +109,11 @@ type Model struct {
 	maxBatch int
 	budget   int
 	fpFiles  []string // files hashed by Fingerprint
-	fpExtra  string   // extra identity (demo)
+	// arith is the arithmetic the model computes in (see Fingerprint), and
+	// arithNote the line Options.Log gets about it ("" when nothing to say).
+	arith     Arithmetic
+	arithNote string
+	fpExtra   string // extra identity (demo)
 	// chat is the chat template a GGUF file carries, with the ids of its
 	// BOS and EOS tokens (-1: none; empty for a directory, whose
 	// tokenizer_config.json holds them).
@@ -226,6 +233,9 @@ func OpenFS(ctx context.Context, fsys fs.FS, name string, opts Options) (*Model,
 // opts.Tokenizer or, when that is nil, the tokenizer readTok reads (nil
 // when the model has none).
 func assemble(ctx context.Context, cfg Config, w *WeightIndex, opts Options, readTok func() (StreamTokenizer, error)) (*Model, error) {
+	if _, err := ParseDType(string(opts.DType)); err != nil {
+		return nil, err
+	}
 	// The weights are read into float32 host memory first (a quantized or
 	// half-precision file grows 2-8x): refuse before reading what cannot
 	// fit rather than be killed halfway.
@@ -271,21 +281,6 @@ func halfDType(w *WeightIndex) dtypes.DType {
 		return dtypes.BFloat16
 	}
 	return dtypes.InvalidDType
-}
-
-// heldHalf is the dtype a device holds half-precision matrices in: BF16
-// stays BF16 everywhere, and F16 stays F16 on XLA; on the pure-Go backend
-// F16 is widened to float32, because gomlx/compute v0.1.3 converts each F16
-// value to float32 in software inside its matrix kernel (AVX-512 profile
-// of scripts/cpu-bench.sh: 40% of the time in
-// float16.avx512ConvertF16ToF32, decode 2.4× slower than float32).
-func heldHalf(half dtypes.DType, device string) dtypes.DType {
-	if half == dtypes.Float16 {
-		if d := strings.ToLower(device); d != "xla" && d != "cuda" {
-			return dtypes.InvalidDType
-		}
-	}
-	return half
 }
 
 // loadHostWeights reads every tensor and validates its shape, returning
@@ -431,6 +426,10 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	if len(specs) != len(host) {
 		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
 	}
+	mode, err := ParseDType(string(opts.DType))
+	if err != nil {
+		return nil, err
+	}
 	backend, err := newDevice(opts.Device)
 	if err != nil {
 		return nil, err
@@ -440,13 +439,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			err = fmt.Errorf("create weight tensors: %v", r)
 		}
 	}()
-	if !opts.keepF16 {
-		lay.half = heldHalf(lay.half, opts.Device)
-	}
+	var note string
+	lay.half, note = resolveProducts(mode, lay.half, opts.Device)
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
-		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq()}
+		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq(), arithNote: note,
+		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: NumericsVersion}}
 	m.device = "go"
-	if d := strings.ToLower(opts.Device); d == "xla" || d == "cuda" {
+	if isXLA(opts.Device) {
 		m.device = "xla"
 	}
 	for i, s := range specs {
@@ -519,6 +518,10 @@ func (m *Model) Kernels() string {
 	}
 	return "gomlx pure Go, " + cpuKernels()
 }
+
+// Arithmetic is what the model computes in: its products' dtype, its
+// device kind and the engine's numerics version (see Fingerprint).
+func (m *Model) Arithmetic() Arithmetic { return m.arith }
 
 // Device is the gomlx backend running the model ("go" for pure Go, "xla").
 func (m *Model) Device() string { return m.device }

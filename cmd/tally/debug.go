@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,10 +15,11 @@ import (
 	"tally/backends/gomlx"
 	"tally/backends/tokenizer"
 	"tally/tasks"
+	"tally/tasks/lmeval"
 )
 
 func newGenerateCmd() *cobra.Command {
-	var model, device, prompt, ids string
+	var model, device, dtype, prompt, ids string
 	var maxTokens int
 	var asJSON, logits bool
 	cmd := &cobra.Command{
@@ -29,7 +31,7 @@ func newGenerateCmd() *cobra.Command {
 			if (prompt == "") == (ids == "") {
 				return fmt.Errorf("pass exactly one of --prompt or --ids")
 			}
-			be, err := openModel(ctx, model, modelOptions{device: device, concurrency: 1})
+			be, err := openModel(ctx, model, modelOptions{device: device, dtype: dtype, concurrency: 1})
 			if err != nil {
 				return err
 			}
@@ -92,6 +94,7 @@ func newGenerateCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&model, "model", "demo", `model directory, cache name, or "demo"`)
 	fl.StringVar(&device, "device", "", "cpu (default), xla or cuda")
+	fl.StringVar(&dtype, "dtype", "auto", "the dtype of the matrix products: auto (the checkpoint's), float32, bfloat16 or float16")
 	fl.StringVar(&prompt, "prompt", "", "prompt text (tokenised with special tokens)")
 	fl.StringVar(&ids, "ids", "", "prompt token ids, comma separated")
 	fl.IntVar(&maxTokens, "max-tokens", 32, "tokens to generate")
@@ -160,25 +163,49 @@ func newTokenizeCmd() *cobra.Command {
 }
 
 func newTasksCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "tasks",
-		Short: "List the built-in tasks",
-		Args:  cobra.NoArgs,
+	var lmevalDir string
+	cmd := &cobra.Command{
+		Use:   "tasks [list]",
+		Short: "List the built-in tasks, or which lm-eval task files of a folder tally runs (--lm-eval DIR)",
+		Args:  listArg,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "task\tstop settings\tmax tokens\tmetrics\tdescription")
-			for _, name := range tasks.Builtin() {
-				c, err := tasks.Resolve(name)
+			if lmevalDir != "" {
+				sv, err := lmeval.SurveyDir(lmevalDir)
 				if err != nil {
 					return err
 				}
-				var sets []string
-				for _, s := range c.Settings() {
-					sets = append(sets, s.String())
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", c.Task, strings.Join(sets, " "), c.MaxTokens, strings.Join(c.Metrics, ","), c.Description)
+				return sv.Write(cmd.OutOrStdout())
 			}
-			return tw.Flush()
+			return printTasks(cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().StringVar(&lmevalDir, "lm-eval", "", "a checkout's lm_eval/tasks folder: list which task files load and why the others do not")
+	return cmd
+}
+
+// listArg accepts no argument or "list" (lm-eval's `--tasks list` habit).
+func listArg(_ *cobra.Command, args []string) error {
+	if len(args) == 0 || (len(args) == 1 && args[0] == "list") {
+		return nil
+	}
+	return fmt.Errorf("unexpected argument %q: `tally tasks` (or `tally tasks list`) lists the built-in tasks", args[0])
+}
+
+// printTasks lists the built-in tasks with their stop settings, budget and
+// metrics.
+func printTasks(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "task\tstop settings\tmax tokens\tmetrics\tdescription")
+	for _, name := range tasks.Builtin() {
+		c, err := tasks.Resolve(name)
+		if err != nil {
+			return err
+		}
+		var sets []string
+		for _, s := range c.Settings() {
+			sets = append(sets, s.String())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", c.Task, strings.Join(sets, " "), c.MaxTokens, strings.Join(c.Metrics, ","), c.Description)
+	}
+	return tw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,12 +29,7 @@ func newLsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if !store.IsPostgres(storePath) {
-				if _, err := os.Stat(storePath); err != nil {
-					return fmt.Errorf("ls: store %s: %w", storePath, err)
-				}
-			}
-			st, err := store.OpenReadOnly(ctx, storePath)
+			st, err := openStoreReadOnly(ctx, storePath)
 			if err != nil {
 				return err
 			}

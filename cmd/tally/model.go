@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"tally/backends"
@@ -20,6 +21,7 @@ import (
 // modelOptions are the flags that shape how a model is opened.
 type modelOptions struct {
 	device      string // native backend device
+	dtype       string // native backend: the products' dtype (--dtype)
 	concurrency int    // requests in flight (native: batch size)
 	baseURL     string // openai: API root (else OPENAI_BASE_URL)
 	revision    string // openai: a revision label pinned into the fingerprint
@@ -35,7 +37,7 @@ type modelOptions struct {
 // modelOptions collects the model flags, with the chat setting of the
 // tasks that will run and their samples' system prompts (both may be nil).
 func (f *runFlags) modelOptions(cfgs []*tasks.Config, jobs []*generate.Job) modelOptions {
-	o := modelOptions{device: f.device, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
+	o := modelOptions{device: f.device, dtype: f.dtype, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
 		systems: chattemplate.Systems{}}
 	for _, c := range cfgs {
 		o.taskChat = append(o.taskChat, c.Chat)
@@ -72,13 +74,22 @@ func (o modelOptions) useChat() (bool, error) {
 // renders prompts with the model's own chat template (tokenizer_config.json)
 // and the server backends use the server's; a benchmark's own system prompt
 // (sample metadata "system_prompt": L-Eval's, the judges') is sent as the
-// system message.
+// system message. --dtype chooses the native backend's products' dtype; a
+// server backend or imported outputs refuse any but auto.
 func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backend, error) {
 	chat, err := o.useChat()
 	if err != nil {
 		return nil, err
 	}
-	opts := gomlx.Options{Device: o.device, MaxBatch: o.concurrency, Log: os.Stderr}
+	dtype, err := gomlx.ParseDType(o.dtype)
+	if err != nil {
+		return nil, fmt.Errorf("--dtype: %w", err)
+	}
+	server := slices.ContainsFunc([]string{imported.Prefix, "ollama:", "openai:"}, func(p string) bool { return strings.HasPrefix(spec, p) })
+	if dtype != gomlx.DTypeAuto && server {
+		return nil, fmt.Errorf("--dtype %s applies to the native backend: %s computes in the server's (or the imported outputs') arithmetic", dtype, spec)
+	}
+	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, Log: os.Stderr}
 	switch {
 	case spec == "demo":
 		if chat {
@@ -94,25 +105,25 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	case strings.HasPrefix(spec, "ollama:"):
 		m, err := ollama.Open(ctx, strings.TrimPrefix(spec, "ollama:"), ollama.Options{Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		return m, nil
 	case strings.HasPrefix(spec, "openai:"):
 		m, err := openai.Open(ctx, strings.TrimPrefix(spec, "openai:"), openai.Options{
 			BaseURL: o.baseURL, Revision: o.revision, Parallel: o.concurrency, Chat: chat, Split: o.systems.Split})
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		return m, nil
 	default:
 		m, err := gomlx.Open(ctx, spec, opts)
 		if err != nil {
-			return nil, fmt.Errorf("open model %s: %w", spec, err)
+			return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 		}
 		if chat {
 			if err := useChatTemplate(m, spec, o.systems); err != nil {
 				m.Close()
-				return nil, fmt.Errorf("open model %s: %w", spec, err)
+				return nil, modelHint(spec, fmt.Errorf("open model %s: %w", spec, err))
 			}
 		}
 		return m, nil

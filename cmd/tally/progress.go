@@ -9,6 +9,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"tally/generate"
 )
 
 // progress reports samples done, prompt tokens prefilled, tokens
@@ -99,6 +101,17 @@ func (p *progress) SampleEnded(id string, promptTokens, budget, generated int, e
 	}
 }
 
+// Waiting says, on its own line, whose claims the process waits for and
+// when their lease ends.
+func (p *progress) Waiting(w generate.Wait) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintf(p.w, "tally: %s\n", w)
+}
+
 // etaFromTokens estimates the time left from tokens: the budget not yet
 // spent, scaled by the share of their budget finished samples actually
 // generated, at the generation rate so far. ok is false until tokens have
@@ -126,7 +139,9 @@ func (p *progress) report(final bool) {
 		tps = float64(p.tokens) / el.Seconds()
 	}
 	eta := "?"
-	if d, ok := etaFromTokens(el, p.tokens, p.budgetTotal, p.budgetDone, p.genDone); ok {
+	if p.done == p.total {
+		eta = "0s"
+	} else if d, ok := etaFromTokens(el, p.tokens, p.budgetTotal, p.budgetDone, p.genDone); ok {
 		eta = d.String()
 	} else if p.done > 0 && p.done < p.total {
 		eta = (time.Duration(el.Seconds()/float64(p.done)*float64(p.total-p.done)) * time.Second).Round(time.Second).String()

@@ -9,7 +9,10 @@ import (
 	"tally/generate"
 )
 
-var _ generate.TokenProgress = (*progress)(nil)
+var (
+	_ generate.TokenProgress = (*progress)(nil)
+	_ generate.WaitProgress  = (*progress)(nil)
+)
 
 func TestETAFromTokens(t *testing.T) {
 	for _, tc := range []struct {
@@ -50,5 +53,18 @@ func TestProgressCountsTokensAndFailures(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("last line %q lacks %q", last, want)
 		}
+	}
+}
+
+// TestProgressSaysWhatItWaitsFor: a run waiting for a dead process's
+// claims says so on its own line while it waits (issue 26).
+func TestProgressSaysWhatItWaitsFor(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.Start(4)
+	now := time.Now()
+	p.Waiting(generate.Wait{Generations: 4, Now: now, Holders: []generate.Holder{{ID: "h/9/x", PID: 9, Claims: 4, LeaseEnd: now.Add(20 * time.Second), Stopped: true}}})
+	if !strings.Contains(b.String(), "tally: waiting for 4 generations claimed by other processes: 4 by h/9/x (pid 9 on this host, no longer running): its lease ends at") {
+		t.Errorf("wait not shown:\n%s", b.String())
 	}
 }

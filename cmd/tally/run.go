@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,7 @@ import (
 type runFlags struct {
 	model       string
 	device      string
+	dtype       string
 	tasks       []string
 	stops       []string
 	maxTokens   int
@@ -54,6 +56,11 @@ type runFlags struct {
 	baseURL, modelRevision string
 	chat                   bool
 	outputPath             string
+	// fewshot is --fewshot (lm-eval's --num_fewshot), applied as --set
+	// fewshot=N when given; modelArgs is lm-eval's --model_args, applied
+	// by lmevalcli.ApplyModelArgs before the command runs.
+	fewshot   int
+	modelArgs string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -61,8 +68,9 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
+	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
-	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults`)
+	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
 	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
@@ -76,6 +84,11 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
+	fl.IntVar(&f.fewshot, "fewshot", 0, "solved examples put before each prompt (default: the task's; lm-eval's --num_fewshot)")
+	fl.StringVar(&f.modelArgs, "model-args", "", "lm-eval's --model_args: --model hf --model-args pretrained=PATH is --model PATH")
+	fl.MarkHidden("model-args")
+	fl.Bool("log-samples", false, "lm-eval's --log_samples: accepted; --output-path always writes the samples files")
+	fl.MarkHidden("log-samples")
 	fl.DurationVar(&f.lease, "lease", generate.DefaultLease, "how long a work claim holds without renewal (processes sharing a store take over a dead one's claims after it)")
 	fl.MarkHidden("lease")
 	fl.IntVar(&f.claimBatch, "claim-batch", 0, "how many generations a process claims at a time (default max(16, 4 × the backend's slots), doubled up to 256 while batches are fast)")
@@ -111,6 +124,12 @@ func (f *runFlags) validate() error {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}
+	if _, err := gomlx.ParseDType(f.dtype); err != nil {
+		return fmt.Errorf("--dtype: %w", err)
+	}
+	if f.fewshot < 0 {
+		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
+	}
 	if f.lease <= 0 && f.fs != nil && f.fs.Changed("lease") {
 		return fmt.Errorf("--lease %v: want a positive duration", f.lease)
 	}
@@ -144,6 +163,17 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 	return out, nil
 }
 
+// setArgs is --set with --fewshot N added as fewshot=N when given.
+func (f *runFlags) setArgs() []string {
+	if f.fs == nil || !f.fs.Changed("fewshot") {
+		return f.set
+	}
+	return append(slices.Clip(f.set), fmt.Sprintf("fewshot=%d", f.fewshot))
+}
+
+// listTasks reports whether --tasks is lm-eval's `--tasks list`.
+func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
+
 // loadJobs resolves tasks and loads their samples; no model is needed.
 func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
 	if err := f.validate(); err != nil {
@@ -160,21 +190,24 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
-	for _, kv := range f.set {
+	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
+			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
 	var jobs []*generate.Job
 	var cfgs []*tasks.Config
 	for _, spec := range f.tasks {
-		cfg, err := tasks.ResolveWith(spec, set)
+		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
 			return nil, nil, err
 		}
-		cfgs = append(cfgs, cfg)
+		cfgs = append(cfgs, cs...)
 	}
 	// Tasks load on every core (a large suite's data is most of what a
 	// plan reads).
@@ -205,11 +238,8 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
 			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens,
+		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
-		if len(stops) > 0 {
-			j.Settings = stops
-		}
 		if f.maxTokens > 0 {
 			j.MaxTokens = f.maxTokens
 		}
@@ -242,25 +272,51 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	openStore := store.Open
-	if readOnly {
-		openStore = store.OpenReadOnly
-	}
-	st, err := openStore(ctx, f.storePath)
+	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(cfgs, jobs))
 	if err != nil {
 		return nil, err
-	}
-	be, err := openModel(ctx, f.model, f.modelOptions(cfgs, jobs))
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
-		be.Close()
-		st.Close()
-		return nil, fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
 	}
 	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+}
+
+// openStoreAndModel opens the store (read-only: an existing one only) and
+// the model. A store this command would create is created once the model
+// opened, so that a model that fails to open leaves no empty store behind.
+func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions) (st *store.Store, be backends.Backend, err error) {
+	openStore := func() (err error) {
+		if readOnly {
+			st, err = openStoreReadOnly(ctx, f.storePath)
+		} else {
+			st, err = store.Open(ctx, f.storePath)
+		}
+		return err
+	}
+	openBackend := func() (err error) {
+		if be, err = openModel(ctx, f.model, mo); err != nil {
+			return err
+		}
+		if m, ok := be.(*gomlx.Model); ok && m.Tokenizer() == nil {
+			return fmt.Errorf("model %s has no tokenizer.json: tasks need one to tokenise their prompts (tally generate --ids works without)", f.model)
+		}
+		return nil
+	}
+	first, second := openStore, openBackend
+	if !readOnly && !storeExists(f.storePath) {
+		first, second = openBackend, openStore
+	}
+	if err = first(); err == nil {
+		err = second()
+	}
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		if be != nil {
+			be.Close()
+		}
+		return nil, nil, err
+	}
+	return st, be, nil
 }
 
 // Close releases the model and the store.
@@ -280,6 +336,9 @@ func newRunCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  noArgsWorker,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.listTasks() {
+				return printTasks(cmd.OutOrStdout())
+			}
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -344,37 +403,39 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	if name == "rerun" && plan.Counts[generate.Missing] == countCells(plan) {
-		return fmt.Errorf("nothing stored for this model in %s: use `tally run`", store.Redact(f.storePath))
+		return fmt.Errorf("nothing stored for this model in %s%s: use `tally run`", store.Redact(f.storePath), supersededNote(plan))
 	}
 	if !f.json {
 		printPlan(stderr, plan)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.set, "skip_bad": f.skipBad})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
 	host, _ := os.Hostname()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint, Lease: f.lease})
 	if err != nil {
 		return err
 	}
+	finishCtx, endFinish := store.WithGrace(ctx)
+	defer endFinish()
 	stopBeat := s.st.KeepRunAlive(runID, f.lease)
 	sum, err := s.execute(ctx, name, plan, runID, stdout, stderr)
 	stopBeat()
-	return s.closeRun(runID, sum, err)
+	return s.closeRun(finishCtx, runID, sum, err)
 }
 
-// closeRun records how run runID ended (with a context that is not
-// cancelled: an interrupted run is closed too) and returns err, or the
-// error of recording it. Failed samples (exit status 3) end a run that
-// completed.
-func (s *session) closeRun(runID int64, sum generate.Summary, err error) error {
+// closeRun records how run runID ended and returns err, or the error of
+// recording it. ctx outlives an interrupt by store.CommitGrace (an
+// interrupted run is closed too). Failed samples (exit status 3) end a
+// run that completed.
+func (s *session) closeRun(ctx context.Context, runID int64, sum generate.Summary, err error) error {
 	status := store.EndStatus(err)
 	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == ExitFailed {
 		status = store.RunDone
 	}
 	statsJSON, _ := json.Marshal(backendStats(s.be))
-	if ferr := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); ferr != nil && err == nil {
+	if ferr := s.st.FinishRun(ctx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); ferr != nil && err == nil {
 		return ferr
 	}
 	return err
@@ -395,21 +456,11 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 		return sum, err
 	}
 	warnUnscorable(stderr, sum.Unscorable)
-	sort.Strings(sum.ErrorSamples)
-	for i, e := range sum.ErrorSamples {
-		if i == 5 {
-			fmt.Fprintf(stderr, "tally: … and %d more failed samples (tally plan shows them; tally rerun retries them)\n", len(sum.ErrorSamples)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s\n", e)
-	}
-	sort.Strings(sum.Overflowed)
-	for i, id := range sum.Overflowed {
-		if i == 10 {
-			fmt.Fprintf(stderr, "tally: … and %d more prompts beyond the context\n", len(sum.Overflowed)-i)
-			break
-		}
-		fmt.Fprintf(stderr, "tally: sample %s: prompt exceeds the model's context of %d tokens; recorded with finish reason \"context\", not truncated\n", id, s.be.ContextLength())
+	// Each failed sample was printed as it failed (progress); one line
+	// sums up the prompts beyond the context.
+	if n := len(sum.Overflowed); n > 0 {
+		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -425,7 +476,7 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 	noteRecomputed(stderr, sum.Recomputed, true)
 	board := res.Scoreboard()
 	sum.Scores, sum.Counts, sum.FailedSamples = board.Means, board.Counts, generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 		return sum, err
 	}
 	exit := failedExit(board.Failures)
@@ -552,6 +603,9 @@ type planJSON struct {
 	Requests         int                     `json:"requests"`
 	TokensToGenerate int                     `json:"tokens_to_generate"`
 	PromptTokens     int                     `json:"prompt_tokens"`
+	// Untokenised counts the requests whose prompt length is unknown (a
+	// server backend tokenises them): prompt_tokens leaves them out.
+	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
 	Throughput       *float64                     `json:"tokens_per_second"`
@@ -560,6 +614,9 @@ type planJSON struct {
 	Stale            int                          `json:"stale_scores"`
 	Tasks            map[string]map[string]counts `json:"tasks"`
 	Failed           []failedSample               `json:"failed"`
+	// Superseded lists this model's fingerprints under another arithmetic
+	// that hold generations of the missing samples (not reused).
+	Superseded []generate.Superseded `json:"other_arithmetic"`
 }
 
 // failedSample is a failed sample as plan lists it.
@@ -573,8 +630,11 @@ type counts map[generate.Status]int
 
 func planSummary(p *generate.Plan) planJSON {
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
-		PromptTokens: p.PromptTokens, Overflow: p.Overflow, Stale: p.Stale,
-		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}}
+		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
+		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
+	if out.Superseded == nil {
+		out.Superseded = []generate.Superseded{}
+	}
 	if finite(p.Throughput) && p.Throughput > 0 && finite(p.EstimatedSeconds) && p.EstimatedSeconds >= 0 {
 		tps, secs := p.Throughput, p.EstimatedSeconds
 		out.Throughput, out.EstimatedSeconds = &tps, &secs
@@ -649,8 +709,47 @@ func printPlan(w io.Writer, p *generate.Plan) {
 	if p.Overflow > 0 {
 		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %d prompt tokens to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, p.PromptTokens, eta, strings.Join(append(extra, ""), "\n"))
+	for _, o := range p.Superseded {
+		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
+			o.Samples, o.Fingerprint, o.Why))
+	}
+	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
+		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// prefillText says how many prompt tokens the plan's work prefills; the
+// length of a prompt a server tokenises is unknown until the server says.
+func prefillText(p *generate.Plan) string {
+	switch {
+	case p.Untokenised == 0:
+		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+	case p.PromptTokens == 0:
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+	}
+	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
+}
+
+// supersededNote is " under its fingerprint FP, only under another
+// arithmetic: …" when the store holds the plan's missing samples under this
+// model's other fingerprints (see generate.Superseded), else "".
+func supersededNote(p *generate.Plan) string {
+	var parts []string
+	for _, o := range p.Superseded {
+		parts = append(parts, fmt.Sprintf("%d samples under %s (%s)", o.Samples, o.Fingerprint, o.Why))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " under its fingerprint " + p.Fingerprint + ", only under another arithmetic: " + strings.Join(parts, "; ")
+}
+
+// productsDType is the dtype of a native model's matrix products (what
+// --dtype resolved to), for the run's config; "" for other backends.
+func productsDType(be backends.Backend) string {
+	if m, ok := be.(*gomlx.Model); ok {
+		return m.Arithmetic().Products
+	}
+	return ""
 }
 
 // plannedCommand is a command that opens the store and model, plans the
@@ -753,7 +852,7 @@ func newRescoreCmd() *cobra.Command {
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, jobTasks(s.jobs), f.outputPath, stderr); err != nil {
+			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
 				return err
 			}
 			if f.json {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -47,14 +46,16 @@ func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stop
 // task × stop setting (narrowed by --model, --tasks, --stop), in the
 // chosen format, and the lm-eval files under outputPath when set.
 func storeReport(ctx context.Context, f *runFlags, format, outputPath string, showChanged int, stdout, stderr io.Writer) error {
-	if _, err := os.Stat(f.storePath); err != nil {
-		return fmt.Errorf("report: store %s: %w", f.storePath, err)
-	}
-	st, err := store.OpenReadOnly(ctx, f.storePath)
+	st, err := openStoreReadOnly(ctx, f.storePath)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if models, err := st.Models(ctx); err != nil {
+		return err
+	} else if len(models) == 0 {
+		return noResults(f.storePath)
+	}
 	filter, err := storeFilter(ctx, st, f.model, f.tasks, f.stops)
 	if err != nil {
 		return err
@@ -71,9 +72,9 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 		return err
 	}
 	noteChecked(stderr, rs)
-	ds.Title = "tally report: " + f.storePath
+	ds.Title = "tally report: " + st.Path()
 	if len(ds.Tasks) == 0 {
-		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", f.storePath)
+		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", st.Path())
 	}
 	if outputPath != "" {
 		paths, err := report.WriteLMEval(outputPath, ds, version(), time.Now())
@@ -99,13 +100,27 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	return report.Text(stdout, rows, showChanged)
 }
 
-// writeOutputPath writes the lm-eval files of the given model and tasks
-// after a run or rescore (--output-path).
-func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []string, dir string, stderr io.Writer) error {
+// writeOutputPath writes the lm-eval files of the given model and jobs
+// (their tasks and the stop settings they scored, which for an lm-eval
+// task include its "until" beside --stop) after a run or rescore
+// (--output-path).
+func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, jobs []*generate.Job, dir string, stderr io.Writer) error {
 	if dir == "" {
 		return nil
 	}
-	filter, err := storeFilter(ctx, st, f.model, tasks, f.stops)
+	var settings []string
+	if len(f.stops) > 0 {
+		seen := map[string]bool{}
+		for _, j := range jobs {
+			for _, s := range j.Settings {
+				if !seen[s.Name] {
+					seen[s.Name] = true
+					settings = append(settings, s.Name)
+				}
+			}
+		}
+	}
+	filter, err := storeFilter(ctx, st, f.model, jobTasks(jobs), settings)
 	if err != nil {
 		return err
 	}
@@ -120,6 +135,9 @@ func writeOutputPath(ctx context.Context, st *store.Store, f *runFlags, tasks []
 	paths, err := report.WriteLMEval(dir, ds, version(), time.Now())
 	if err != nil {
 		return err
+	}
+	if len(paths) == 0 {
+		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: no scored samples of %s on %s\n", dir, f.model, strings.Join(jobTasks(jobs), ", "))
 	}
 	for _, p := range paths {
 		fmt.Fprintln(stderr, "wrote", p)

@@ -1,6 +1,10 @@
 package judge
 
-import "strings"
+import (
+	"strings"
+
+	"tally/internal/pyliteral"
+)
 
 // PairTemplate is a pairwise judge prompt: the system and user turns of an
 // AlpacaEval annotator's chat prompt, with the placeholders {instruction},
@@ -112,27 +116,27 @@ func rankingParser(completion string) (float64, bool) {
 	if completion == "" {
 		return 0, false // ValueError: the completion is empty
 	}
-	v, err := pyLiteralEval(completion)
+	v, err := pyliteral.Eval(completion)
 	if err != nil {
 		return 0, false
 	}
 	// [c for c in ordered_completions if c["model"] == model_1_name][0]:
 	// iterating anything but a list or tuple of dicts holding "model"
 	// raises (str, bytes, set and dict members are never dicts).
-	if v.kind != pyList && v.kind != pyTuple {
+	if v.Kind != pyliteral.List && v.Kind != pyliteral.Tuple {
 		return 0, false
 	}
-	var match *pyVal
-	for i := range v.items {
-		c := &v.items[i]
-		if c.kind != pyDict {
+	var match *pyliteral.Value
+	for i := range v.Items {
+		c := &v.Items[i]
+		if c.Kind != pyliteral.Dict {
 			return 0, false
 		}
 		m, found := dictGet(c, "model")
 		if !found {
 			return 0, false
 		}
-		if match == nil && m.kind == pyStr && m.s == "model_1" {
+		if match == nil && m.Kind == pyliteral.Str && m.Str == "model_1" {
 			match = c
 		}
 	}
@@ -153,26 +157,26 @@ func rankingParser(completion string) (float64, bool) {
 
 // dictGet looks a str key up in a decoded dict (the last duplicate wins,
 // as in a Python dict display).
-func dictGet(d *pyVal, key string) (pyVal, bool) {
-	for i := len(d.items) - 1; i >= 0; i-- {
-		if k := d.items[i]; k.kind == pyStr && k.s == key {
-			return d.vals[i], true
+func dictGet(d *pyliteral.Value, key string) (pyliteral.Value, bool) {
+	for i := len(d.Items) - 1; i >= 0; i-- {
+		if k := d.Items[i]; k.Kind == pyliteral.Str && k.Str == key {
+			return d.Vals[i], true
 		}
 	}
-	return pyVal{}, false
+	return pyliteral.Value{}, false
 }
 
 // pyEqualsInt is Python's v == n for a small int n.
-func pyEqualsInt(v pyVal, n float64) bool {
-	switch v.kind {
-	case pyBool:
-		return v.b && n == 1 || !v.b && n == 0
-	case pyInt:
-		return v.i.IsInt64() && float64(v.i.Int64()) == n
-	case pyFloat:
-		return v.f == n
-	case pyComplex:
-		return v.im == 0 && v.f == n
+func pyEqualsInt(v pyliteral.Value, n float64) bool {
+	switch v.Kind {
+	case pyliteral.Bool:
+		return v.Bool && n == 1 || !v.Bool && n == 0
+	case pyliteral.Int:
+		return v.Int.IsInt64() && float64(v.Int.Int64()) == n
+	case pyliteral.Float:
+		return v.Float == n
+	case pyliteral.Complex:
+		return v.Imag == 0 && v.Float == n
 	}
 	return false
 }

@@ -1,11 +1,18 @@
-// Package sharedtest locates the project's read-only reference material
-// (../shared beside the repository root: fixtures and benchmark data) for
-// tests, failing the test when it is missing rather than skipping.
+// Package sharedtest locates the project's read-only reference set for
+// tests: ../shared beside the repository root, holding golden fixtures
+// (tokenizers, tiny models, chat templates) and real benchmark data.
+//
+// A clone without the reference set still tests cleanly: a test that needs
+// it is skipped with one line naming what is missing and how to get it.
+// Set TALLY_REQUIRE_SHARED=1 (as .ci/run does) to fail instead, so that a
+// CI machine whose reference set went missing does not pass by skipping.
 package sharedtest
 
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,39 +20,87 @@ import (
 	"testing"
 )
 
+// RequireEnv names the environment variable that turns a missing
+// reference set from a skip into a failure.
+const RequireEnv = "TALLY_REQUIRE_SHARED"
+
+// Hint says where the reference set comes from; it ends every skip line.
+const Hint = "tests that need it skip without it; see README.md, \"Tests and reference data\""
+
 // Dir returns the shared directory: ../shared next to the directory that
-// holds go.mod, found by walking up from the working directory.
+// holds go.mod, found by walking up from the working directory. The test
+// is skipped when it is absent (failed under TALLY_REQUIRE_SHARED=1).
 func Dir(tb testing.TB) string {
 	tb.Helper()
+	shared, err := locate()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := os.Stat(shared); err != nil {
+		missing(tb, shared)
+	}
+	return shared
+}
+
+// Path returns a path inside the shared directory. The test is skipped
+// when the whole reference set is absent; a reference set that is there
+// but lacks the file fails the test (an incomplete copy must not pass).
+func Path(tb testing.TB, elem ...string) string {
+	tb.Helper()
+	p := filepath.Join(append([]string{Dir(tb)}, elem...)...)
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("shared file missing: %v (the reference set at %s is incomplete)", err, filepath.Dir(p))
+	}
+	return p
+}
+
+// Lookup returns a path inside the shared directory and whether it is
+// there, without skipping or failing: for a test that runs its other parts
+// without the reference set (and says which it left out, with Message).
+func Lookup(elem ...string) (string, bool) {
+	shared, err := locate()
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(append([]string{shared}, elem...)...)
+	_, err = os.Stat(p)
+	return p, err == nil
+}
+
+// locate returns the path the reference set should have: ../shared beside
+// the module root.
+func locate() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		tb.Fatalf("getwd: %v", err)
+		return "", fmt.Errorf("locating ../shared: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			shared := filepath.Join(dir, "..", "shared")
-			if _, err := os.Stat(shared); err != nil {
-				tb.Fatalf("shared reference directory: %v", err)
-			}
-			return shared
+			return filepath.Join(filepath.Dir(dir), "shared"), nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			tb.Fatal("go.mod not found above the test directory")
+			return "", errors.New("locating ../shared: go.mod not found above the test directory")
 		}
 		dir = parent
 	}
 }
 
-// Path returns a path inside the shared directory, failing the test when
-// it does not exist.
-func Path(tb testing.TB, elem ...string) string {
+// missing skips (or, under TALLY_REQUIRE_SHARED=1, fails) the test with
+// one line naming the missing directory.
+func missing(tb testing.TB, shared string) {
 	tb.Helper()
-	p := filepath.Join(append([]string{Dir(tb)}, elem...)...)
-	if _, err := os.Stat(p); err != nil {
-		tb.Fatalf("shared file missing: %v", err)
+	msg := Message(shared)
+	if os.Getenv(RequireEnv) == "1" {
+		tb.Fatal(msg + " (" + RequireEnv + "=1)")
 	}
-	return p
+	tb.Skip(msg)
+}
+
+// Message is the one line a test prints when the reference set at shared
+// is absent.
+func Message(shared string) string {
+	return fmt.Sprintf("needs the reference set ../shared (fixtures and benchmark data beside the checkout), missing: %s; %s", shared, Hint)
 }
 
 // ReadLines calls fn with each line of a file (gunzipped when it ends in

@@ -6,6 +6,8 @@
 //	cpu-bench native -model DIR         # one JSON line: native batch 1 and 8
 //	cpu-bench ollama -name NAME -pid P  # one JSON line: Ollama at OLLAMA_HOST
 //	cpu-bench report -model DIR A.json B.json  # the table, with the roofline
+//	cpu-bench native -model DIR -dtype float32  # the native engine in another --dtype
+//	cpu-bench compare A1.json B1.json A2.json B2.json ...  # per-round ratios to the first engine, and medians
 //
 // Every run uses the same prompts (about 270 tokens each, 128 new tokens):
 // one warm-up prompt, 8 prompts one at a time (batch 1), 8 other prompts at
@@ -25,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +69,7 @@ func main() {
 	case "native":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		dir := fs.String("model", "", "model directory")
+		dtype := fs.String("dtype", "auto", "the products' dtype (tally --dtype): auto, float32, bfloat16 or float16")
 		prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 		fs.Parse(args)
 		if *prof != "" {
@@ -81,7 +85,7 @@ func main() {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		err = runNative(ctx, *dir)
+		err = runNative(ctx, *dir, gomlx.DType(*dtype))
 	case "ollama":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		dir := fs.String("model", "", "model directory (for the tokenizer)")
@@ -94,6 +98,8 @@ func main() {
 		dir := fs.String("model", "", "model directory (for its weight bytes)")
 		fs.Parse(args)
 		err = report(*dir, fs.Args())
+	case "compare":
+		err = compare(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -317,12 +323,12 @@ func prompts(tok *tokenizer.Tokenizer, set int) ([]string, [][]int, error) {
 
 // --- native ---
 
-func runNative(ctx context.Context, dir string) error {
+func runNative(ctx context.Context, dir string, dtype gomlx.DType) error {
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return fmt.Errorf("load tokenizer: %w", err)
 	}
-	m, err := gomlx.Open(ctx, dir, gomlx.Options{MaxBatch: nPrompts, Log: os.Stderr, FingerprintCache: "-"})
+	m, err := gomlx.Open(ctx, dir, gomlx.Options{MaxBatch: nPrompts, DType: dtype, Log: os.Stderr, FingerprintCache: "-"})
 	if err != nil {
 		return fmt.Errorf("open native model: %w", err)
 	}
@@ -341,7 +347,7 @@ func runNative(ctx context.Context, dir string) error {
 			})
 		}, len(ids)*promptTokens)
 	}
-	r := result{Engine: "tally native (" + m.Kernels() + ")"}
+	r := result{Engine: "tally native (" + m.Kernels() + ", products in " + m.Arithmetic().Products + ")"}
 	if err := measure(tok, &r, gen); err != nil {
 		return err
 	}
@@ -558,6 +564,74 @@ func report(dir string, files []string) error {
 }
 
 func short(s string) string { return strings.SplitN(s, " (", 2)[0] }
+
+// compare reads result files of engines measured in turn (A1 B1 A2 B2 …,
+// as scripts/cpu-bench-dtype.sh runs them), and prints each run, each
+// engine's ratio to the first engine in the same round (runs next to each
+// other in time, so load from other processes shared by the machine
+// cancels more), and the median of those ratios.
+func compare(files []string) error {
+	var rs []result
+	var engines []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("read result: %w", err)
+		}
+		var r result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("parse %s: %w", f, err)
+		}
+		rs = append(rs, r)
+		if !slices.Contains(engines, r.Engine) {
+			engines = append(engines, r.Engine)
+		}
+	}
+	n := len(engines)
+	if n < 2 || len(rs)%n != 0 {
+		return fmt.Errorf("compare: %d results of %d engines: want whole rounds of every engine", len(rs), n)
+	}
+	fmt.Printf("%d rounds of %d engines, in turn; %d threads (GOMAXPROCS), %s\n\n", len(rs)/n, n, runtime.GOMAXPROCS(0), cpuModel())
+	metrics := func(r result) [4]float64 { return [4]float64{r.Prefill1, r.Decode1, r.Prefill8, r.Decode8} }
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tengine\tprefill tok/s b1\tdecode tok/s b1\tprefill tok/s b8\tdecode tok/s b8\tpeak RSS MB\t")
+	ratios := make([][][4]float64, n) // engine → rounds → ratio to engine 0
+	for i, r := range rs {
+		round, e := i/n, slices.Index(engines, r.Engine)
+		if rs[round*n].Engine != engines[0] || e != i%n {
+			return fmt.Errorf("compare: %s is not in round order (each round runs the engines in the order of the first)", files[i])
+		}
+		m, base := metrics(r), metrics(rs[round*n])
+		var q [4]float64
+		for k := range m {
+			q[k] = m[k] / base[k]
+		}
+		ratios[e] = append(ratios[e], q)
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.1f\t%.0f\t%.1f\t%.0f\t\n", round+1, r.Engine, r.Prefill1, r.Decode1, r.Prefill8, r.Decode8, float64(r.PeakRSS)/1e6)
+	}
+	tw.Flush()
+	fmt.Println()
+	for e := 1; e < n; e++ {
+		var med [4]float64
+		var each [4][]string
+		for k := range med {
+			var xs []float64
+			for _, q := range ratios[e] {
+				xs = append(xs, q[k])
+				each[k] = append(each[k], fmt.Sprintf("%.2f", q[k]))
+			}
+			sort.Float64s(xs)
+			med[k] = xs[len(xs)/2]
+			if len(xs)%2 == 0 {
+				med[k] = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+			}
+		}
+		fmt.Printf("%s / %s, median of the rounds (each round):\n  prefill b1 %.2f× (%s), decode b1 %.2f× (%s), prefill b8 %.2f× (%s), decode b8 %.2f× (%s)\n",
+			engines[e], engines[0], med[0], strings.Join(each[0], " "), med[1], strings.Join(each[1], " "),
+			med[2], strings.Join(each[2], " "), med[3], strings.Join(each[3], " "))
+	}
+	return nil
+}
 
 func cpuModel() string {
 	b, _ := os.ReadFile("/proc/cpuinfo")

@@ -1,4 +1,9 @@
-package judge
+// Package pyliteral reads Python literals as ast.literal_eval does
+// (CPython 3.11) and writes values as Python's repr() and str() do: what
+// alpaca_eval's ranking parser and lm-evaluation-harness's doc_to_target
+// (a Jinja rendering that looks like a list is read back with
+// literal_eval) need.
+package pyliteral
 
 import (
 	"errors"
@@ -19,33 +24,36 @@ import (
 // escapes are rejected (no Unicode name table), lone surrogates read as
 // U+FFFD, and input that is not valid UTF-8 is rejected.
 
-type pyKind uint8
+// Kind is the Python type of a Value.
+type Kind uint8
+
+// The kinds of Value.
 
 const (
-	pyNone pyKind = iota
-	pyBool
-	pyInt
-	pyFloat
-	pyComplex
-	pyStr
-	pyBytes
-	pyEllipsis
-	pyTuple
-	pyList
-	pySet
-	pyDict
+	None Kind = iota
+	Bool
+	Int
+	Float
+	Complex
+	Str
+	Bytes
+	Ellipsis
+	Tuple
+	List
+	Set
+	Dict
 )
 
-// pyVal is one decoded Python literal.
-type pyVal struct {
-	kind  pyKind
-	b     bool
-	i     *big.Int
-	f     float64    // pyFloat; real part of pyComplex
-	im    float64    // imaginary part of pyComplex
-	s     string     // pyStr, pyBytes
-	items []pyVal    // pyTuple, pyList, pySet; dict keys
-	vals  []pyVal    // dict values, parallel to items
+// Value is one decoded Python literal.
+type Value struct {
+	Kind  Kind
+	Bool  bool
+	Int   *big.Int
+	Float float64    // Float; real part of Complex
+	Imag  float64    // imaginary part of Complex
+	Str   string     // Str, Bytes
+	Items []Value    // Tuple, List, Set; dict keys
+	Vals  []Value    // dict values, parallel to Items
 	node  pyNodeKind // what the expression was, for literal_eval's rules
 	bad   bool       // an expression literal_eval rejects (ValueError)
 }
@@ -60,7 +68,8 @@ const (
 	nodeOther
 )
 
-var errPySyntax = errors.New("not a Python literal")
+// ErrSyntax is the error for anything literal_eval rejects.
+var ErrSyntax = errors.New("not a Python literal")
 
 // maxPyLevel is CPython's tokenizer limit on nested brackets (MAXLEVEL).
 const maxPyLevel = 200
@@ -71,36 +80,36 @@ type pyParser struct {
 	level int
 }
 
-// pyLiteralEval is ast.literal_eval on a str.
-func pyLiteralEval(src string) (pyVal, error) {
+// Eval is ast.literal_eval on a str.
+func Eval(src string) (Value, error) {
 	if !utf8.ValidString(src) || strings.IndexByte(src, 0) >= 0 {
-		return pyVal{}, errPySyntax
+		return Value{}, ErrSyntax
 	}
 	src = strings.TrimLeft(src, " \t")
 	p := &pyParser{src: src}
 	if err := p.skipBlankLines(); err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	v, err := p.exprList(true)
 	if err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	// The rest of the line may hold only a comment; later lines only
 	// blank lines or comments.
 	p.skipSpace()
 	if p.pos < len(p.src) && p.src[p.pos] != '\n' && p.src[p.pos] != '\r' {
-		return pyVal{}, errPySyntax
+		return Value{}, ErrSyntax
 	}
 	for p.pos < len(p.src) {
 		if err := p.skipBlankLines(); err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if p.pos < len(p.src) {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 	}
 	if v, err = literal(v); err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	return v, nil
 }
@@ -150,7 +159,7 @@ func (p *pyParser) skipBlankLines() error {
 			}
 		}
 		if col != 0 {
-			return errPySyntax // IndentationError
+			return ErrSyntax // IndentationError
 		}
 		p.pos = i
 		return nil
@@ -202,15 +211,15 @@ func (p *pyParser) peek() byte {
 
 // exprList reads one expression or, where a bare tuple is allowed, a
 // comma-separated list of them.
-func (p *pyParser) exprList(allowTuple bool) (pyVal, error) {
+func (p *pyParser) exprList(allowTuple bool) (Value, error) {
 	first, err := p.expr()
 	if err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	if !allowTuple || p.peek() != ',' {
 		return first, nil
 	}
-	items := []pyVal{first}
+	items := []Value{first}
 	for p.peek() == ',' {
 		p.pos++
 		if !p.startsExpr() {
@@ -218,11 +227,11 @@ func (p *pyParser) exprList(allowTuple bool) (pyVal, error) {
 		}
 		v, err := p.expr()
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		items = append(items, v)
 	}
-	return pyVal{kind: pyTuple, items: items, node: nodeOther}, nil
+	return Value{Kind: Tuple, Items: items, node: nodeOther}, nil
 }
 
 // startsExpr reports whether the next token can begin an expression.
@@ -235,10 +244,10 @@ func (p *pyParser) startsExpr() bool {
 }
 
 // expr is a sum: unary ('+'|'-' unary)*.
-func (p *pyParser) expr() (pyVal, error) {
+func (p *pyParser) expr() (Value, error) {
 	left, err := p.unary()
 	if err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	for {
 		c := p.peek()
@@ -248,48 +257,48 @@ func (p *pyParser) expr() (pyVal, error) {
 		p.pos++
 		right, err := p.unary()
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		left = binOp(left, right, c == '-')
 	}
 }
 
-func (p *pyParser) unary() (pyVal, error) {
+func (p *pyParser) unary() (Value, error) {
 	c := p.peek()
 	if c != '+' && c != '-' {
 		return p.atom()
 	}
 	p.pos++
 	if d := p.peek(); d == '+' || d == '-' {
-		return pyVal{}, errPySyntax // literal_eval rejects a sign on a sign
+		return Value{}, ErrSyntax // literal_eval rejects a sign on a sign
 	}
 	operand, err := p.atom()
 	if err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	return signed(operand, c == '-'), nil
 }
 
 // numeric reports whether v is a constant int, float or complex (not a
 // bool), as literal_eval's _convert_num requires.
-func numeric(v pyVal) bool {
-	return v.node == nodeConst && (v.kind == pyInt || v.kind == pyFloat || v.kind == pyComplex)
+func numeric(v Value) bool {
+	return v.node == nodeConst && (v.Kind == Int || v.Kind == Float || v.Kind == Complex)
 }
 
 // signed is literal_eval's UnaryOp rule: a sign applies only to a numeric
 // constant; anything else is recorded as an invalid node.
-func signed(v pyVal, neg bool) pyVal {
+func signed(v Value, neg bool) Value {
 	if !numeric(v) {
-		return pyVal{node: nodeOther, bad: true}
+		return Value{node: nodeOther, bad: true}
 	}
 	if neg {
-		switch v.kind {
-		case pyInt:
-			v.i = new(big.Int).Neg(v.i)
-		case pyFloat:
-			v.f = -v.f
-		case pyComplex:
-			v.f, v.im = -v.f, -v.im
+		switch v.Kind {
+		case Int:
+			v.Int = new(big.Int).Neg(v.Int)
+		case Float:
+			v.Float = -v.Float
+		case Complex:
+			v.Float, v.Imag = -v.Float, -v.Imag
 		}
 	}
 	v.node = nodeUnary
@@ -298,54 +307,54 @@ func signed(v pyVal, neg bool) pyVal {
 
 // binOp is literal_eval's BinOp rule: a (signed) real number plus or minus
 // a complex constant.
-func binOp(l, r pyVal, sub bool) pyVal {
-	bad := pyVal{node: nodeOther, bad: true}
-	if l.node != nodeConst && l.node != nodeUnary || (l.kind != pyInt && l.kind != pyFloat) || !numeric(r) || r.kind != pyComplex {
+func binOp(l, r Value, sub bool) Value {
+	bad := Value{node: nodeOther, bad: true}
+	if l.node != nodeConst && l.node != nodeUnary || (l.Kind != Int && l.Kind != Float) || !numeric(r) || r.Kind != Complex {
 		return bad
 	}
-	re := l.f
-	if l.kind == pyInt {
-		re, _ = new(big.Float).SetInt(l.i).Float64()
+	re := l.Float
+	if l.Kind == Int {
+		re, _ = new(big.Float).SetInt(l.Int).Float64()
 	}
-	im := r.im
-	rre := r.f
+	im := r.Imag
+	rre := r.Float
 	if sub {
 		im, rre = -im, -rre
 	}
-	return pyVal{kind: pyComplex, f: re + rre, im: im, node: nodeBinOp}
+	return Value{Kind: Complex, Float: re + rre, Imag: im, node: nodeBinOp}
 }
 
 // literal checks the literal_eval rules recursively: no invalid nodes,
 // hashable dict keys and set members.
-func literal(v pyVal) (pyVal, error) {
+func literal(v Value) (Value, error) {
 	if v.bad {
-		return pyVal{}, errPySyntax
+		return Value{}, ErrSyntax
 	}
-	switch v.kind {
-	case pyTuple, pyList, pySet, pyDict:
-		for i := range v.items {
-			if _, err := literal(v.items[i]); err != nil {
-				return pyVal{}, err
+	switch v.Kind {
+	case Tuple, List, Set, Dict:
+		for i := range v.Items {
+			if _, err := literal(v.Items[i]); err != nil {
+				return Value{}, err
 			}
-			if (v.kind == pySet || v.kind == pyDict) && !hashable(v.items[i]) {
-				return pyVal{}, errPySyntax // TypeError: unhashable type
+			if (v.Kind == Set || v.Kind == Dict) && !hashable(v.Items[i]) {
+				return Value{}, ErrSyntax // TypeError: unhashable type
 			}
 		}
-		for i := range v.vals {
-			if _, err := literal(v.vals[i]); err != nil {
-				return pyVal{}, err
+		for i := range v.Vals {
+			if _, err := literal(v.Vals[i]); err != nil {
+				return Value{}, err
 			}
 		}
 	}
 	return v, nil
 }
 
-func hashable(v pyVal) bool {
-	switch v.kind {
-	case pyList, pySet, pyDict:
+func hashable(v Value) bool {
+	switch v.Kind {
+	case List, Set, Dict:
 		return false
-	case pyTuple:
-		for _, it := range v.items {
+	case Tuple:
+		for _, it := range v.Items {
 			if !hashable(it) {
 				return false
 			}
@@ -356,32 +365,32 @@ func hashable(v pyVal) bool {
 
 func (p *pyParser) open() error {
 	if p.level >= maxPyLevel {
-		return errPySyntax // too many nested parentheses
+		return ErrSyntax // too many nested parentheses
 	}
 	p.level++
 	p.pos++
 	return nil
 }
 
-func (p *pyParser) atom() (pyVal, error) {
+func (p *pyParser) atom() (Value, error) {
 	c := p.peek()
 	switch {
 	case c == '(':
 		if err := p.open(); err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if p.peek() == ')' {
 			p.level--
 			p.pos++
-			return pyVal{kind: pyTuple, node: nodeOther}, nil
+			return Value{Kind: Tuple, node: nodeOther}, nil
 		}
 		first, err := p.expr()
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if p.peek() != ',' {
 			if p.peek() != ')' {
-				return pyVal{}, errPySyntax
+				return Value{}, ErrSyntax
 			}
 			p.level--
 			p.pos++
@@ -389,18 +398,18 @@ func (p *pyParser) atom() (pyVal, error) {
 		}
 		items, err := p.seq(')', first)
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
-		return pyVal{kind: pyTuple, items: items, node: nodeOther}, nil
+		return Value{Kind: Tuple, Items: items, node: nodeOther}, nil
 	case c == '[':
 		if err := p.open(); err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		items, err := p.seq(']')
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
-		return pyVal{kind: pyList, items: items, node: nodeOther}, nil
+		return Value{Kind: List, Items: items, node: nodeOther}, nil
 	case c == '{':
 		return p.braces()
 	case c == '\'' || c == '"':
@@ -410,18 +419,18 @@ func (p *pyParser) atom() (pyVal, error) {
 	case c == '.':
 		if strings.HasPrefix(p.src[p.pos:], "...") {
 			p.pos += 3
-			return pyVal{kind: pyEllipsis, node: nodeConst}, nil
+			return Value{Kind: Ellipsis, node: nodeConst}, nil
 		}
 	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
 		return p.name()
 	}
-	return pyVal{}, errPySyntax
+	return Value{}, ErrSyntax
 }
 
 // seq reads comma-separated expressions up to the closing bracket (which
 // it consumes), the first already read when given.
-func (p *pyParser) seq(closer byte, first ...pyVal) ([]pyVal, error) {
-	items := append([]pyVal(nil), first...)
+func (p *pyParser) seq(closer byte, first ...Value) ([]Value, error) {
+	items := append([]Value(nil), first...)
 	for {
 		c := p.peek()
 		if c == closer {
@@ -431,7 +440,7 @@ func (p *pyParser) seq(closer byte, first ...pyVal) ([]pyVal, error) {
 		}
 		if len(items) > 0 {
 			if c != ',' {
-				return nil, errPySyntax
+				return nil, ErrSyntax
 			}
 			p.pos++
 			if p.peek() == closer {
@@ -446,36 +455,36 @@ func (p *pyParser) seq(closer byte, first ...pyVal) ([]pyVal, error) {
 	}
 }
 
-func (p *pyParser) braces() (pyVal, error) {
+func (p *pyParser) braces() (Value, error) {
 	if err := p.open(); err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	if p.peek() == '}' {
 		p.level--
 		p.pos++
-		return pyVal{kind: pyDict, node: nodeOther}, nil
+		return Value{Kind: Dict, node: nodeOther}, nil
 	}
 	first, err := p.expr()
 	if err != nil {
-		return pyVal{}, err
+		return Value{}, err
 	}
 	if p.peek() != ':' {
 		items, err := p.seq('}', first)
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
-		return pyVal{kind: pySet, items: items, node: nodeOther}, nil
+		return Value{Kind: Set, Items: items, node: nodeOther}, nil
 	}
-	d := pyVal{kind: pyDict, node: nodeOther}
+	d := Value{Kind: Dict, node: nodeOther}
 	key := first
 	for {
 		p.pos++ // ':'
 		val, err := p.expr()
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
-		d.items = append(d.items, key)
-		d.vals = append(d.vals, val)
+		d.Items = append(d.Items, key)
+		d.Vals = append(d.Vals, val)
 		c := p.peek()
 		if c == '}' {
 			p.level--
@@ -483,7 +492,7 @@ func (p *pyParser) braces() (pyVal, error) {
 			return d, nil
 		}
 		if c != ',' {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		p.pos++
 		if p.peek() == '}' {
@@ -492,10 +501,10 @@ func (p *pyParser) braces() (pyVal, error) {
 			return d, nil
 		}
 		if key, err = p.expr(); err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if p.peek() != ':' {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 	}
 }
@@ -504,7 +513,7 @@ func isNameByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
-func (p *pyParser) name() (pyVal, error) {
+func (p *pyParser) name() (Value, error) {
 	start := p.pos
 	for p.pos < len(p.src) && isNameByte(p.src[p.pos]) {
 		p.pos++
@@ -516,34 +525,34 @@ func (p *pyParser) name() (pyVal, error) {
 			p.pos = start
 			return p.strings()
 		}
-		return pyVal{}, errPySyntax
+		return Value{}, ErrSyntax
 	}
 	switch word {
 	case "True", "False":
-		return pyVal{kind: pyBool, b: word == "True", node: nodeConst}, nil
+		return Value{Kind: Bool, Bool: word == "True", node: nodeConst}, nil
 	case "None":
-		return pyVal{kind: pyNone, node: nodeConst}, nil
+		return Value{Kind: None, node: nodeConst}, nil
 	case "set":
 		if p.peek() != '(' {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		if err := p.open(); err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if p.peek() != ')' {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		p.level--
 		p.pos++
-		return pyVal{kind: pySet, node: nodeOther}, nil
+		return Value{Kind: Set, node: nodeOther}, nil
 	}
-	return pyVal{}, errPySyntax
+	return Value{}, ErrSyntax
 }
 
 // number reads an int, float or imaginary literal (Python 3.11 lexical
 // rules: underscores between digits, no leading zeros on a non-zero
 // decimal int).
-func (p *pyParser) number() (pyVal, error) {
+func (p *pyParser) number() (Value, error) {
 	s := p.src[p.pos:]
 	digits := func(i int, ok func(byte) bool) int { // digit (["_"] digit)*
 		if i >= len(s) || !ok(s[i]) {
@@ -562,9 +571,9 @@ func (p *pyParser) number() (pyVal, error) {
 		return i
 	}
 	dec := func(c byte) bool { return c >= '0' && c <= '9' }
-	end := func(i int, v pyVal) (pyVal, error) {
+	end := func(i int, v Value) (Value, error) {
 		if i < len(s) && isNameByte(s[i]) {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		p.pos += i
 		v.node = nodeConst
@@ -584,13 +593,13 @@ func (p *pyParser) number() (pyVal, error) {
 		}
 		j := digits(i, ok)
 		if j < 0 {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		n, good := new(big.Int).SetString(strings.ReplaceAll(s[i:j], "_", ""), base)
 		if !good {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
-		return end(j, pyVal{kind: pyInt, i: n})
+		return end(j, Value{Kind: Int, Int: n})
 	}
 	i := 0
 	intEnd := digits(0, dec)
@@ -604,7 +613,7 @@ func (p *pyParser) number() (pyVal, error) {
 		if j := digits(i, dec); j >= 0 {
 			i = j
 		} else if intEnd < 0 {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -614,7 +623,7 @@ func (p *pyParser) number() (pyVal, error) {
 		}
 		j := digits(k, dec)
 		if j < 0 {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		isFloat = true
 		i = j
@@ -623,32 +632,32 @@ func (p *pyParser) number() (pyVal, error) {
 	if i < len(s) && (s[i] == 'j' || s[i] == 'J') {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
-		return end(i+1, pyVal{kind: pyComplex, im: f})
+		return end(i+1, Value{Kind: Complex, Imag: f})
 	}
 	if isFloat {
 		f, err := strconv.ParseFloat(text, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
-		return end(i, pyVal{kind: pyFloat, f: f})
+		return end(i, Value{Kind: Float, Float: f})
 	}
 	if len(text) > 1 && text[0] == '0' && strings.Trim(text, "0") != "" {
-		return pyVal{}, errPySyntax // leading zeros in a decimal integer
+		return Value{}, ErrSyntax // leading zeros in a decimal integer
 	}
 	n, good := new(big.Int).SetString(text, 10)
 	if !good {
-		return pyVal{}, errPySyntax
+		return Value{}, ErrSyntax
 	}
-	return end(i, pyVal{kind: pyInt, i: n})
+	return end(i, Value{Kind: Int, Int: n})
 }
 
 // strings reads one or more adjacent string literals and concatenates
 // them (mixing bytes and str is an error).
-func (p *pyParser) strings() (pyVal, error) {
+func (p *pyParser) strings() (Value, error) {
 	var sb strings.Builder
-	kind := pyKind(0)
+	kind := Kind(0)
 	for n := 0; ; n++ {
 		if n > 0 {
 			c := p.peek()
@@ -669,18 +678,18 @@ func (p *pyParser) strings() (pyVal, error) {
 		}
 		s, k, err := p.oneString()
 		if err != nil {
-			return pyVal{}, err
+			return Value{}, err
 		}
 		if n > 0 && k != kind {
-			return pyVal{}, errPySyntax
+			return Value{}, ErrSyntax
 		}
 		kind = k
 		sb.WriteString(s)
 	}
-	return pyVal{kind: kind, s: sb.String(), node: nodeConst}, nil
+	return Value{Kind: kind, Str: sb.String(), node: nodeConst}, nil
 }
 
-func (p *pyParser) oneString() (string, pyKind, error) {
+func (p *pyParser) oneString() (string, Kind, error) {
 	start := p.pos
 	for p.pos < len(p.src) && p.src[p.pos] != '\'' && p.src[p.pos] != '"' {
 		p.pos++
@@ -689,11 +698,11 @@ func (p *pyParser) oneString() (string, pyKind, error) {
 	switch prefix {
 	case "", "r", "u", "b", "br", "rb":
 	default:
-		return "", 0, errPySyntax // f-strings and unknown prefixes
+		return "", 0, ErrSyntax // f-strings and unknown prefixes
 	}
 	raw, bytesLit := strings.Contains(prefix, "r"), strings.Contains(prefix, "b")
 	if p.pos == len(p.src) {
-		return "", 0, errPySyntax
+		return "", 0, ErrSyntax
 	}
 	q := p.src[p.pos]
 	quote := string(q)
@@ -704,7 +713,7 @@ func (p *pyParser) oneString() (string, pyKind, error) {
 	start = p.pos
 	for {
 		if p.pos >= len(p.src) {
-			return "", 0, errPySyntax
+			return "", 0, ErrSyntax
 		}
 		c := p.src[p.pos]
 		if strings.HasPrefix(p.src[p.pos:], quote) {
@@ -718,18 +727,18 @@ func (p *pyParser) oneString() (string, pyKind, error) {
 			continue
 		}
 		if len(quote) == 1 && (c == '\n' || c == '\r') {
-			return "", 0, errPySyntax
+			return "", 0, ErrSyntax
 		}
 		p.pos++
 	}
 	body := p.src[start:p.pos]
 	p.pos += len(quote)
-	kind := pyStr
+	kind := Str
 	if bytesLit {
-		kind = pyBytes
+		kind = Bytes
 		for i := 0; i < len(body); i++ {
 			if body[i] >= 0x80 {
-				return "", 0, errPySyntax
+				return "", 0, ErrSyntax
 			}
 		}
 	}
@@ -756,7 +765,7 @@ func unescape(body string, bytesLit bool) (string, error) {
 		}
 		i++
 		if i >= len(body) {
-			return "", errPySyntax
+			return "", ErrSyntax
 		}
 		e := body[i]
 		switch e {
@@ -797,11 +806,11 @@ func unescape(body string, bytesLit bool) (string, error) {
 				continue
 			}
 			if i+1+width > len(body) {
-				return "", errPySyntax
+				return "", ErrSyntax
 			}
 			n, err := strconv.ParseUint(body[i+1:i+1+width], 16, 32)
 			if err != nil || n > utf8.MaxRune {
-				return "", errPySyntax
+				return "", ErrSyntax
 			}
 			i += width
 			if bytesLit {
@@ -814,7 +823,7 @@ func unescape(body string, bytesLit bool) (string, error) {
 				sb.WriteString(`\N`)
 				continue
 			}
-			return "", errPySyntax // \N{name}: no Unicode name table here
+			return "", ErrSyntax // \N{name}: no Unicode name table here
 		default:
 			sb.WriteByte('\\')
 			sb.WriteByte(e)

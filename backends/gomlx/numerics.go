@@ -1,0 +1,217 @@
+package gomlx
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	mlbackends "github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+)
+
+// NumericsVersion is the version of the native engine's arithmetic. Every
+// change that alters logits (an op computed differently, another order of
+// summation, another rounding, a gomlx/compute upgrade whose kernels round
+// differently) bumps it: it is part of every native fingerprint, so
+// generations stored under the old arithmetic are never reused as if the
+// new engine had made them. TestNumericsGolden pins a checksum of each
+// fixture model's logits in each --dtype mode and fails, saying to bump
+// this constant, when they change under the same version.
+//
+// Version 1 is the first fingerprint that names the arithmetic; older
+// fingerprints ("gomlx:float32:sha256:…") have none.
+const NumericsVersion = 1
+
+// DType is the arithmetic of a native model's matrix products, as --dtype
+// names it (lm-evaluation-harness's dtype, vLLM's --dtype).
+type DType string
+
+// The --dtype modes.
+const (
+	// DTypeAuto computes the products in the checkpoint's dtype: a file
+	// whose matrices are all bfloat16 multiplies bfloat16 matrices by
+	// activations rounded to bfloat16; float16 files the same on XLA (the
+	// pure-Go backend widens them: see resolveProducts); any other file,
+	// GGUF block formats included, in float32.
+	DTypeAuto DType = "auto"
+	// DTypeFloat32 computes every product in float32 from the stored
+	// values, widened exactly: the reference-parity mode.
+	DTypeFloat32 DType = "float32"
+	// DTypeBFloat16 holds the matrices in bfloat16 (rounded to nearest
+	// even when the file holds more) and rounds activations to bfloat16
+	// before each product, whatever the file holds.
+	DTypeBFloat16 DType = "bfloat16"
+	// DTypeFloat16 is DTypeBFloat16 with float16.
+	DTypeFloat16 DType = "float16"
+)
+
+// DTypes lists the --dtype modes.
+func DTypes() []DType { return []DType{DTypeAuto, DTypeFloat32, DTypeBFloat16, DTypeFloat16} }
+
+// ParseDType reads a --dtype value: auto (or empty), float32 (float,
+// fp32), bfloat16 (bf16) or float16 (half, fp16), in any case, as
+// lm-evaluation-harness and vLLM spell them.
+func ParseDType(s string) (DType, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return DTypeAuto, nil
+	case "float32", "float", "fp32", "f32":
+		return DTypeFloat32, nil
+	case "bfloat16", "bf16":
+		return DTypeBFloat16, nil
+	case "float16", "half", "fp16", "f16":
+		return DTypeFloat16, nil
+	}
+	return "", fmt.Errorf("dtype %q: want auto, float32, bfloat16 or float16", s)
+}
+
+// Arithmetic is what a native model computes in: the part of its
+// fingerprint that says how its tokens were made.
+type Arithmetic struct {
+	// Products is the dtype of the weight matrix products: "float32",
+	// "bfloat16" or "float16" (accumulation, attention, norms, residuals
+	// and the KV cache are float32 in every mode).
+	Products string
+	// Device is the kind of device and kernels that computed them:
+	// "cpu-avx512", "cpu-avx2" or "cpu-go-ARCH" (portable Go kernels) on
+	// the pure-Go backend, "xla-PLUGIN" (e.g. "xla-cuda") on XLA. The
+	// kernels sum in different orders, so their logits differ in the last
+	// bits and a near tie can take another greedy token.
+	Device string
+	// Numerics is NumericsVersion of the engine that computed them (0:
+	// an older tally's fingerprint, which named no version).
+	Numerics int
+}
+
+// String is the arithmetic as the fingerprint writes it:
+// "PRODUCTS:DEVICE:numerics-N".
+func (a Arithmetic) String() string {
+	return fmt.Sprintf("%s:%s:numerics-%d", a.Products, a.Device, a.Numerics)
+}
+
+// productsName names the dtype matrices are held in (InvalidDType: float32).
+func productsName(half dtypes.DType) string {
+	switch half {
+	case dtypes.BFloat16:
+		return string(DTypeBFloat16)
+	case dtypes.Float16:
+		return string(DTypeFloat16)
+	}
+	return string(DTypeFloat32)
+}
+
+// resolveProducts decides the dtype the matrices are held and multiplied
+// in (InvalidDType: float32) for mode, a file whose matrices are all in
+// file (layout.half from halfDType; InvalidDType for float32, mixed or
+// block-quantized files), on device; note, when not empty, is the line to
+// tell the user about it.
+//
+// float16 products are slow on the pure-Go backend: gomlx/compute v0.1.3
+// converts each float16 value to float32 in software inside its matrix
+// kernel (AVX-512 profile of scripts/cpu-bench.sh: 40% of the time in
+// float16.avx512ConvertF16ToF32, decode 2.4× slower than float32). auto
+// therefore widens a float16 file there (float32 products, exact
+// widening), and --dtype float16 computes in float16 the slow way.
+func resolveProducts(mode DType, file dtypes.DType, device string) (dtypes.DType, string) {
+	pureGo := !isXLA(device)
+	switch mode {
+	case DTypeFloat32:
+		return dtypes.InvalidDType, ""
+	case DTypeBFloat16:
+		return dtypes.BFloat16, ""
+	case DTypeFloat16:
+		if pureGo {
+			return dtypes.Float16, "float16 products are slow on the pure-Go backend (each weight is widened in software: decode about 2.4× slower than float32)"
+		}
+		return dtypes.Float16, ""
+	}
+	if file == dtypes.Float16 && pureGo {
+		return dtypes.InvalidDType, "the float16 checkpoint's products run in float32, exactly widened: float16 products are slow on the pure-Go backend; --dtype float16 runs them anyway"
+	}
+	return file, ""
+}
+
+// isXLA reports whether Options.Device names the XLA backend.
+func isXLA(device string) bool {
+	d := strings.ToLower(device)
+	return d == "xla" || d == "cuda"
+}
+
+// deviceKind names the device and kernels of backend for the fingerprint
+// (see Arithmetic.Device).
+func deviceKind(backend mlbackends.Backend, device string) string {
+	if !isXLA(device) {
+		return "cpu-" + kernelFamily()
+	}
+	if p, ok := backend.(interface{ PluginName() string }); ok && p.PluginName() != "" {
+		return "xla-" + strings.ToLower(p.PluginName())
+	}
+	return "xla"
+}
+
+// ParseFingerprint splits a native fingerprint into its arithmetic and the
+// model's identity (the digest of its files, after the demo version for
+// the demo model). An older tally's fingerprint ("gomlx:float32:IDENTITY")
+// gives its products' dtype with no device and numerics version 0. ok is
+// false for other backends' fingerprints.
+func ParseFingerprint(fp string) (a Arithmetic, identity string, ok bool) {
+	parts := strings.Split(fp, ":")
+	if len(parts) < 3 || parts[0] != "gomlx" {
+		return Arithmetic{}, "", false
+	}
+	if len(parts) >= 5 {
+		if v, found := strings.CutPrefix(parts[3], "numerics-"); found {
+			n, err := strconv.Atoi(v)
+			if err == nil && n > 0 {
+				return Arithmetic{Products: parts[1], Device: parts[2], Numerics: n}, strings.Join(parts[4:], ":"), true
+			}
+		}
+	}
+	return Arithmetic{Products: parts[1]}, strings.Join(parts[2:], ":"), true
+}
+
+// OtherArithmetic implements backends.Variants for native fingerprints:
+// when stored names the same model as current (the same files) computed
+// under another arithmetic, it says how that arithmetic differs, e.g.
+// "products in bfloat16, not float32".
+func (m *Model) OtherArithmetic(current, stored string) (string, bool) {
+	return otherArithmetic(current, stored)
+}
+
+// otherArithmetic is Model.OtherArithmetic.
+func otherArithmetic(current, stored string) (string, bool) {
+	cur, curID, ok1 := ParseFingerprint(current)
+	old, oldID, ok2 := ParseFingerprint(stored)
+	if !ok1 || !ok2 || curID != oldID || current == stored {
+		return "", false
+	}
+	if old.Numerics == 0 {
+		return fmt.Sprintf("made by an older tally whose fingerprint named no numerics version (products %s); this engine computes %s", old.Products, cur), true
+	}
+	var diffs []string
+	if old.Products != cur.Products {
+		diffs = append(diffs, fmt.Sprintf("products in %s, not %s", old.Products, cur.Products))
+	}
+	if old.Device != cur.Device {
+		diffs = append(diffs, fmt.Sprintf("computed on %s, not %s", old.Device, cur.Device))
+	}
+	if old.Numerics != cur.Numerics {
+		diffs = append(diffs, fmt.Sprintf("engine numerics version %d, not %d", old.Numerics, cur.Numerics))
+	}
+	if len(diffs) == 0 {
+		return "", false
+	}
+	return strings.Join(diffs, ", "), true
+}
+
+// announcement is the line Options.Log gets at the first Generate: the
+// engine and its kernels, the products' dtype, and why when the device
+// changes what was asked for, e.g. "native: gomlx pure Go, AVX-512,
+// products in bfloat16".
+func (m *Model) announcement() string {
+	line := fmt.Sprintf("native: %s, products in %s", m.Kernels(), m.arith.Products)
+	if m.arithNote != "" {
+		line += " (" + m.arithNote + ")"
+	}
+	return line
+}
