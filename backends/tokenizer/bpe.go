@@ -28,16 +28,6 @@ func buildByteMaps() ([256]string, map[rune]byte) {
 	return bc, cb
 }
 
-// byteLevelEncode maps every byte of s to its printable character.
-func byteLevelEncode(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) * 2)
-	for i := 0; i < len(s); i++ {
-		b.WriteString(byteChars[s[i]])
-	}
-	return b.String()
-}
-
 // mergeInfo is the rank of a merge and the id it produces.
 type mergeInfo struct {
 	rank  int32
@@ -58,7 +48,7 @@ type bpeModel struct {
 	ignoreMerges bool
 	byteIDs      [256]int // <0xXX> ids for byte fallback (-1 if absent)
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	cache map[string][]int
 }
 
@@ -81,9 +71,9 @@ func (m *bpeModel) tokenize(s string, dst []int) ([]int, error) {
 	}
 	cacheable := len(s) <= cacheMaxWord
 	if cacheable {
-		m.mu.Lock()
+		m.mu.RLock()
 		ids, ok := m.cache[s]
-		m.mu.Unlock()
+		m.mu.RUnlock()
 		if ok {
 			return append(dst, ids...), nil
 		}
@@ -95,7 +85,8 @@ func (m *bpeModel) tokenize(s string, dst []int) ([]int, error) {
 	if cacheable {
 		m.mu.Lock()
 		if len(m.cache) < cacheCapacity {
-			m.cache[s] = ids
+			// s is often part of a larger string: the cache keeps a copy.
+			m.cache[strings.Clone(s)] = ids
 		}
 		m.mu.Unlock()
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dlclark/regexp2"
 )
@@ -18,10 +19,45 @@ type piece struct {
 	atStart bool
 }
 
-// preTokenizer splits each piece further.
+// preTokenizer splits pieces further.
 type preTokenizer interface {
-	// split returns the sub-pieces of p.text (not empty).
-	split(p piece, dst []piece) []piece
+	// split appends the sub-pieces (none empty) of every piece of in to
+	// dst, using sc for its temporary lists.
+	split(in []piece, dst []piece, sc *scratch) []piece
+}
+
+// scratch holds the temporary lists of one Encode call, reused through a
+// pool so that encoding allocates little more than its result.
+type scratch struct {
+	lists  [][]piece
+	ranges [][2]int
+	spans  []span
+	buf    []byte
+}
+
+// span is one part of a piece's cover by a pattern's matches.
+type span struct {
+	r       [2]int
+	isMatch bool
+	remove  bool
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// list returns an empty piece list (release it when done).
+func (sc *scratch) list() []piece {
+	if n := len(sc.lists); n > 0 {
+		l := sc.lists[n-1]
+		sc.lists = sc.lists[:n-1]
+		return l[:0]
+	}
+	return nil
+}
+
+// release returns a list taken with list, dropping its strings.
+func (sc *scratch) release(l []piece) {
+	clear(l)
+	sc.lists = append(sc.lists, l[:0])
 }
 
 // Split behaviours.
@@ -41,15 +77,15 @@ type splitPre struct {
 	invert   bool
 }
 
-// matches returns the covering list of (range, isMatch) like Rust's
-// Pattern::find_matches.
-func (sp *splitPre) matches(s string) ([][2]int, []bool) {
-	var ms [][2]int
+// matches sets sc.spans to the covering list of (range, isMatch) of s,
+// like Rust's Pattern::find_matches.
+func (sp *splitPre) matches(s string, sc *scratch) {
+	ms := sc.ranges[:0]
 	switch {
 	case sp.gpt != nil:
-		ms = sp.gpt.findAll(s, nil)
+		ms = sp.gpt.findAll(s, ms)
 	case sp.re != nil:
-		ms = regexMatches(sp.re, s)
+		ms = append(ms, regexMatches(sp.re, s)...)
 	default:
 		if sp.literal != "" {
 			for i := 0; ; {
@@ -62,80 +98,80 @@ func (sp *splitPre) matches(s string) ([][2]int, []bool) {
 			}
 		}
 	}
-	rs := make([][2]int, 0, 2*len(ms)+1)
-	is := make([]bool, 0, 2*len(ms)+1)
+	sc.ranges = ms
+	spans := sc.spans[:0]
 	prev := 0
 	for _, m := range ms {
 		if prev != m[0] {
-			rs = append(rs, [2]int{prev, m[0]})
-			is = append(is, false)
+			spans = append(spans, span{r: [2]int{prev, m[0]}, isMatch: sp.invert})
 		}
-		rs = append(rs, m)
-		is = append(is, true)
+		spans = append(spans, span{r: m, isMatch: !sp.invert})
 		prev = m[1]
 	}
 	if prev != len(s) {
-		rs = append(rs, [2]int{prev, len(s)})
-		is = append(is, false)
+		spans = append(spans, span{r: [2]int{prev, len(s)}, isMatch: sp.invert})
 	}
-	if sp.invert {
-		for i := range is {
-			is[i] = !is[i]
-		}
-	}
-	return rs, is
+	sc.spans = spans
 }
 
-func (sp *splitPre) split(p piece, dst []piece) []piece {
-	rs, is := sp.matches(p.text)
-	type seg struct {
-		r      [2]int
-		remove bool
+func (sp *splitPre) split(in []piece, dst []piece, sc *scratch) []piece {
+	for _, p := range in {
+		dst = sp.splitOne(p, dst, sc)
 	}
-	var segs []seg
+	return dst
+}
+
+// splitOne splits one piece: the segments of its cover, per behaviour
+// (merged in place in sc.spans), then appended to dst.
+func (sp *splitPre) splitOne(p piece, dst []piece, sc *scratch) []piece {
+	sp.matches(p.text, sc)
+	rs := sc.spans
+	segs := rs[:0] // merging only ever shortens the list: it is done in place
 	switch sp.behavior {
 	case behIsolated:
-		for _, r := range rs {
-			segs = append(segs, seg{r, false})
-		}
+		segs = rs
 	case behRemoved:
-		for i, r := range rs {
-			segs = append(segs, seg{r, is[i]})
+		for i := range rs {
+			rs[i].remove = rs[i].isMatch
 		}
+		segs = rs
 	case behContiguous:
 		prevMatch := false
-		for i, r := range rs {
-			if is[i] == prevMatch && len(segs) > 0 {
-				segs[len(segs)-1].r[1] = r[1]
+		for _, r := range rs {
+			isMatch := r.isMatch
+			if isMatch == prevMatch && len(segs) > 0 {
+				segs[len(segs)-1].r[1] = r.r[1]
 			} else {
-				segs = append(segs, seg{r, false})
+				segs = append(segs, span{r: r.r})
 			}
-			prevMatch = is[i]
+			prevMatch = isMatch
 		}
 	case behMergedWithPrevious:
 		prevMatch := false
-		for i, r := range rs {
-			if is[i] && !prevMatch && len(segs) > 0 {
-				segs[len(segs)-1].r[1] = r[1]
+		for _, r := range rs {
+			isMatch := r.isMatch
+			if isMatch && !prevMatch && len(segs) > 0 {
+				segs[len(segs)-1].r[1] = r.r[1]
 			} else {
-				segs = append(segs, seg{r, false})
+				segs = append(segs, span{r: r.r})
 			}
-			prevMatch = is[i]
+			prevMatch = isMatch
 		}
 	case behMergedWithNext:
+		// Built from the end: segs grows from the back of rs.
 		prevMatch := false
+		k := len(rs)
 		for i := len(rs) - 1; i >= 0; i-- {
 			r := rs[i]
-			if is[i] && !prevMatch && len(segs) > 0 {
-				segs[len(segs)-1].r[0] = r[0]
+			if r.isMatch && !prevMatch && k < len(rs) {
+				rs[k].r[0] = r.r[0]
 			} else {
-				segs = append(segs, seg{r, false})
+				k--
+				rs[k] = span{r: r.r}
 			}
-			prevMatch = is[i]
+			prevMatch = r.isMatch
 		}
-		for i, j := 0, len(segs)-1; i < j; i, j = i+1, j-1 {
-			segs[i], segs[j] = segs[j], segs[i]
-		}
+		segs = rs[k:]
 	}
 	for _, sg := range segs {
 		if sg.remove || sg.r[0] == sg.r[1] {
@@ -153,27 +189,58 @@ type byteLevelPre struct {
 	useRegex       bool
 }
 
-func (b byteLevelPre) split(p piece, dst []piece) []piece {
-	s := p.text
-	if b.addPrefixSpace && !strings.HasPrefix(s, " ") {
-		s = " " + s
-	}
-	if !b.useRegex {
-		return append(dst, piece{text: byteLevelEncode(s), id: -1, atStart: p.atStart})
-	}
-	m := gptMatcher{}
-	prev := 0
-	emit := func(a, e int) {
-		if a < e {
-			dst = append(dst, piece{text: byteLevelEncode(s[a:e]), id: -1, atStart: p.atStart && a == 0})
+// split maps the text of all pieces into one new string (one allocation
+// for the whole input) that the pieces it appends are parts of.
+func (b byteLevelPre) split(in []piece, dst []piece, sc *scratch) []piece {
+	prefix := func(s string) bool { return b.addPrefixSpace && !strings.HasPrefix(s, " ") }
+	buf := sc.buf[:0]
+	for _, p := range in {
+		if prefix(p.text) {
+			buf = append(buf, byteChars[' ']...)
+		}
+		for i := 0; i < len(p.text); i++ {
+			buf = append(buf, byteChars[p.text[i]]...)
 		}
 	}
-	for _, r := range m.findAll(s, nil) {
-		emit(prev, r[0])
-		emit(r[0], r[1])
-		prev = r[1]
+	mapped := string(buf)
+	sc.buf = buf
+	// Each piece's mapped text follows the one before it in mapped; at
+	// walks its raw text (s) and its mapped text together.
+	off := 0
+	var m gptMatcher
+	for _, p := range in {
+		s := p.text
+		if prefix(s) {
+			s = " " + s
+		}
+		pos, mpos := 0, off
+		at := func(i int) int { // the mapped offset of raw offset i (i >= pos)
+			for ; pos < i; pos++ {
+				mpos += len(byteChars[s[pos]])
+			}
+			return mpos
+		}
+		emit := func(a, e int) {
+			if a < e {
+				ma := at(a)
+				dst = append(dst, piece{text: mapped[ma:at(e)], id: -1, atStart: p.atStart && a == 0})
+			}
+		}
+		if !b.useRegex {
+			start := mpos
+			dst = append(dst, piece{text: mapped[start:at(len(s))], id: -1, atStart: p.atStart})
+		} else {
+			prev := 0
+			sc.ranges = m.findAll(s, sc.ranges[:0])
+			for _, r := range sc.ranges {
+				emit(prev, r[0])
+				emit(r[0], r[1])
+				prev = r[1]
+			}
+			emit(prev, len(s))
+		}
+		off = at(len(s))
 	}
-	emit(prev, len(s))
 	return dst
 }
 
@@ -185,37 +252,56 @@ type metaspacePre struct {
 	splitOn     bool
 }
 
-func (m metaspacePre) split(p piece, dst []piece) []piece {
-	s := strings.ReplaceAll(p.text, " ", m.replacement)
-	switch m.scheme {
-	case "always":
-		if !strings.HasPrefix(s, m.replacement) {
-			s = m.replacement + s
+func (m metaspacePre) split(in []piece, dst []piece, sc *scratch) []piece {
+	for _, p := range in {
+		s := strings.ReplaceAll(p.text, " ", m.replacement)
+		switch m.scheme {
+		case "always":
+			if !strings.HasPrefix(s, m.replacement) {
+				s = m.replacement + s
+			}
+		case "first":
+			if !strings.HasPrefix(s, m.replacement) && p.atStart {
+				s = m.replacement + s
+			}
 		}
-	case "first":
-		if !strings.HasPrefix(s, m.replacement) && p.atStart {
-			s = m.replacement + s
+		if !m.splitOn {
+			dst = append(dst, piece{text: s, id: -1, atStart: p.atStart})
+			continue
 		}
+		sp := splitPre{literal: m.replacement, behavior: behMergedWithNext}
+		dst = sp.splitOne(piece{text: s, id: -1, atStart: p.atStart}, dst, sc)
 	}
-	if !m.splitOn {
-		return append(dst, piece{text: s, id: -1, atStart: p.atStart})
-	}
-	sp := splitPre{literal: m.replacement, behavior: behMergedWithNext}
-	return sp.split(piece{text: s, id: -1, atStart: p.atStart}, dst)
+	return dst
 }
 
+// seqPre applies its pre-tokenizers in turn, each to all the pieces the
+// one before it made.
 type seqPre []preTokenizer
 
-func (q seqPre) split(p piece, dst []piece) []piece {
-	cur := []piece{p}
-	for _, pt := range q {
-		var next []piece
-		for _, c := range cur {
-			next = pt.split(c, next)
-		}
-		cur = next
+func (q seqPre) split(in []piece, dst []piece, sc *scratch) []piece {
+	if len(q) == 0 {
+		return append(dst, in...)
 	}
-	return append(dst, cur...)
+	cur := in
+	var bufs [2][]piece
+	for k, pt := range q {
+		if k == len(q)-1 {
+			dst = pt.split(cur, dst, sc)
+			break
+		}
+		if bufs[k%2] == nil {
+			bufs[k%2] = sc.list()
+		}
+		bufs[k%2] = pt.split(cur, bufs[k%2][:0], sc)
+		cur = bufs[k%2]
+	}
+	for _, l := range bufs {
+		if l != nil {
+			sc.release(l)
+		}
+	}
+	return dst
 }
 
 type preTokenizerJSON struct {

@@ -455,9 +455,13 @@ func startsWithWord(s string) bool {
 // text are always recognised.
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	text = validString(text)
-	raw := t.findAdded(text, t.first, true, nil)
-	var ids []int
-	var pieces []piece
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	raw := t.findAdded(text, t.first, true, sc.list())
+	defer sc.release(raw)
+	pieces, words := sc.list(), sc.list()
+	defer func() { sc.release(pieces); sc.release(words) }()
+	ids := make([]int, 0, len(text)/4+8)
 	for _, p := range raw {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
@@ -471,27 +475,23 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 			}
 		}
 		pieces = t.findAdded(s, t.firstN, p.atStart, pieces[:0])
-		for _, q := range pieces {
+		for i, q := range pieces {
 			if q.id >= 0 {
 				ids = append(ids, q.id)
 				continue
 			}
-			var sub []piece
 			if t.pre != nil {
-				sub = t.pre.split(q, nil)
+				words = t.pre.split(pieces[i:i+1], words[:0], sc)
 			} else {
-				sub = []piece{q}
+				words = append(words[:0], q)
 			}
-			for _, w := range sub {
+			for _, w := range words {
 				var err error
 				if ids, err = t.model.tokenize(w.text, ids); err != nil {
 					return nil, fmt.Errorf("encode: %w", err)
 				}
 			}
 		}
-	}
-	if ids == nil {
-		ids = []int{}
 	}
 	if addSpecial && t.post != nil {
 		ids = t.post.process(ids)

@@ -236,7 +236,7 @@ func TestSplitBehaviors(t *testing.T) {
 	for _, tc := range tests {
 		sp := &splitPre{literal: "-", behavior: tc.beh}
 		var got []string
-		for _, p := range sp.split(piece{text: "The-final--countdown", id: -1}, nil) {
+		for _, p := range sp.split([]piece{{text: "The-final--countdown", id: -1}}, nil, new(scratch)) {
 			got = append(got, p.text)
 		}
 		if !slices.Equal(got, tc.want) {
@@ -335,6 +335,81 @@ func FuzzEncodeDecode(f *testing.F) {
 				if fixtureNames[i] == "llama3" && !skip && utf8.ValidString(s) && dec != s {
 					t.Fatalf("llama3 round trip %q -> %q", s, dec)
 				}
+			}
+		}
+	})
+}
+
+// byteLevelReference is the ByteLevel pre-tokenizer as written before it
+// mapped a whole input at once: each piece on its own.
+func byteLevelReference(b byteLevelPre, in []piece) []piece {
+	encode := func(s string) string {
+		var sb strings.Builder
+		for i := 0; i < len(s); i++ {
+			sb.WriteString(byteChars[s[i]])
+		}
+		return sb.String()
+	}
+	var out []piece
+	for _, p := range in {
+		s := p.text
+		if b.addPrefixSpace && !strings.HasPrefix(s, " ") {
+			s = " " + s
+		}
+		if !b.useRegex {
+			out = append(out, piece{text: encode(s), id: -1, atStart: p.atStart})
+			continue
+		}
+		prev := 0
+		emit := func(a, e int) {
+			if a < e {
+				out = append(out, piece{text: encode(s[a:e]), id: -1, atStart: p.atStart && a == 0})
+			}
+		}
+		for _, r := range (&gptMatcher{}).findAll(s, nil) {
+			emit(prev, r[0])
+			emit(r[0], r[1])
+			prev = r[1]
+		}
+		emit(prev, len(s))
+	}
+	return out
+}
+
+// TestByteLevelPreSplit: the ByteLevel pre-tokenizer, which maps all the
+// pieces it is given into one string, gives the pieces (texts and start
+// flags) of mapping each piece on its own, with and without its prefix
+// space and regex.
+func TestByteLevelPreSplit(t *testing.T) {
+	inputs := [][]piece{
+		{{text: "Hello world", id: -1, atStart: true}},
+		{{text: " leading", id: -1}, {text: "two  spaces\n\nand\ttabs ", id: -1}},
+		{{text: "It's 2017: déjà vu — 10,000 yards!", id: -1, atStart: true}, {text: "x", id: -1}},
+		{{text: "日本語 テキスト 123", id: -1}, {text: "", id: -1}, {text: "   ", id: -1}},
+		{},
+	}
+	for _, in := range inputs {
+		for _, b := range []byteLevelPre{{}, {addPrefixSpace: true}, {useRegex: true}, {addPrefixSpace: true, useRegex: true}} {
+			got := b.split(in, nil, new(scratch))
+			if want := byteLevelReference(b, in); !slices.Equal(got, want) {
+				t.Errorf("%+v on %+v:\n got %+v\nwant %+v", b, in, got, want)
+			}
+		}
+	}
+}
+
+// FuzzByteLevelPre is TestByteLevelPreSplit on any text, split in two
+// pieces at any byte.
+func FuzzByteLevelPre(f *testing.F) {
+	f.Add("Passage: Tom joined in 2017.\n\nQuestion: when?", 9)
+	f.Add("  \u00e9\u0301 x\r\n", 1)
+	f.Fuzz(func(t *testing.T, s string, cut int) {
+		cut = min(max(cut, 0), len(s))
+		in := []piece{{text: s[:cut], id: -1, atStart: true}, {text: s[cut:], id: -1}}
+		for _, b := range []byteLevelPre{{}, {addPrefixSpace: true}, {useRegex: true}, {addPrefixSpace: true, useRegex: true}} {
+			got := b.split(in, nil, new(scratch))
+			if want := byteLevelReference(b, in); !slices.Equal(got, want) {
+				t.Fatalf("%+v on %+v:\n got %+v\nwant %+v", b, in, got, want)
 			}
 		}
 	})
