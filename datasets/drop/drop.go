@@ -45,12 +45,16 @@ func (q Question) Doc() json.RawMessage {
 // lists, validated_answers column-oriented as Hugging Face writes it) become
 // the same JSON the JSON Lines path keeps for that row: keys sorted, nulls
 // kept. Errors name the file, the row (counted from 1) and the column.
-func Load(path string) ([]Question, error) {
+func Load(path string) ([]Question, error) { return load(path, true) }
+
+// load is Load; rows in JSON Lines keep their answers' JSON as written
+// unless canon is set (a reader that only parses them needs no more).
+func load(path string, canon bool) ([]Question, error) {
 	if strings.HasSuffix(path, ".parquet") {
 		return loadParquet(path)
 	}
 	if strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".jsonl.gz") {
-		return loadRows(path)
+		return loadRows(path, canon)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -100,42 +104,76 @@ func parseOriginal(path string, data []byte) ([]Question, error) {
 	return out, nil
 }
 
-func loadRows(path string) ([]Question, error) {
-	res, err := jsonl.ReadFile(path, false)
-	if err != nil {
-		return nil, fmt.Errorf("read DROP: %w", err)
-	}
-	return questionRows(res, path)
+func loadRows(path string, canon bool) ([]Question, error) {
+	return questionRows(path, canon, func(f func(line []byte, lineNo int) error) error { return jsonl.ObjectsFile(path, f) })
 }
 
 // LoadRows reads DROP questions in the Hugging Face layout from JSON
 // Lines data (data built into tally); name labels it in errors.
-func LoadRows(data []byte, name string) ([]Question, error) {
-	res, err := jsonl.Read(bytes.NewReader(data), name, false)
-	if err != nil {
-		return nil, fmt.Errorf("read DROP: %w", err)
-	}
-	return questionRows(res, name)
+func LoadRows(data []byte, name string) ([]Question, error) { return loadData(data, name, true) }
+
+// loadData is LoadRows, the answers canonical when canon is set (see load).
+func loadData(data []byte, name string, canon bool) ([]Question, error) {
+	return questionRows(name, canon, func(f func(line []byte, lineNo int) error) error {
+		return jsonl.Objects(bytes.NewReader(data), name, f)
+	})
 }
 
-// questionRows turns JSON Lines rows into questions.
-func questionRows(res jsonl.Result, path string) ([]Question, error) {
-	out := make([]Question, 0, len(res.Rows))
-	for i, row := range res.Rows {
-		b, _ := json.Marshal(row)
+// questionRows decodes the JSON Lines rows that each (jsonl.Objects of a
+// file or data named path) hands over into questions, checking their
+// fields, and with canon writes their answers as json.Marshal does.
+func questionRows(path string, canon bool, each func(f func(line []byte, lineNo int) error) error) ([]Question, error) {
+	var out []Question
+	var rowErr error
+	err := each(func(line []byte, lineNo int) error {
 		var q Question
-		if err := json.Unmarshal(b, &q); err != nil {
-			return nil, fmt.Errorf("read DROP %s line %d: %w", path, res.Lines[i], err)
+		if rowErr = json.Unmarshal(line, &q); rowErr != nil {
+			rowErr = fmt.Errorf("read DROP %s line %d: %w", path, lineNo, rowErr)
+			return rowErr
 		}
-		for field, v := range map[string]string{"query_id": q.QueryID, "passage": q.Passage, "question": q.Question} {
-			if v == "" {
-				return nil, fmt.Errorf("read DROP %s line %d: field %q missing or empty", path, res.Lines[i], field)
+		for _, f := range []struct{ name, v string }{{"query_id", q.QueryID}, {"passage", q.Passage}, {"question", q.Question}} {
+			if f.v == "" {
+				rowErr = fmt.Errorf("read DROP %s line %d: field %q missing or empty", path, lineNo, f.name)
+				return rowErr
 			}
 		}
 		if len(q.Answer) == 0 {
-			return nil, fmt.Errorf("read DROP %s line %d: field \"answer\" missing", path, res.Lines[i])
+			rowErr = fmt.Errorf("read DROP %s line %d: field \"answer\" missing", path, lineNo)
+			return rowErr
+		}
+		if canon {
+			if q.Answer, rowErr = canonical(q.Answer); rowErr == nil {
+				q.ValidatedAnswers, rowErr = canonical(q.ValidatedAnswers)
+			}
+		}
+		if rowErr != nil {
+			rowErr = fmt.Errorf("read DROP %s line %d: %w", path, lineNo, rowErr)
+			return rowErr
 		}
 		out = append(out, q)
+		return nil
+	})
+	switch {
+	case rowErr != nil:
+		return nil, rowErr
+	case err != nil:
+		return nil, fmt.Errorf("read DROP: %w", err)
 	}
 	return out, nil
+}
+
+// canonical writes a JSON value again as json.Marshal writes what it
+// decodes to (objects' keys sorted, numbers as written): the answers of
+// a row are kept so, whatever their source's layout (empty stays empty).
+func canonical(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return raw, nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }

@@ -33,16 +33,20 @@ func taskRows(req datasets.Request) (datasets.Rows, error) {
 	var qs []Question
 	var err error
 	if req.Data != nil {
-		qs, err = LoadRows(req.Data, req.Path)
+		qs, err = loadData(req.Data, req.Path, false)
 	} else {
-		qs, err = Load(req.Path)
+		qs, err = load(req.Path, false)
 	}
 	if err != nil {
 		return datasets.Rows{}, err
 	}
 	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs))}
 	for i, q := range qs {
-		answers, err := scoredrop.Answers(q.Doc())
+		va := q.ValidatedAnswers
+		if len(va) == 0 {
+			va = json.RawMessage("null") // as q.Doc() writes it
+		}
+		answers, err := scoredrop.AnswersOf(q.Answer, va)
 		if err != nil {
 			return datasets.Rows{}, fmt.Errorf("%s question %s: %w", req.Path, q.QueryID, err)
 		}

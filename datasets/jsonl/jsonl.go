@@ -30,21 +30,72 @@ type Result struct {
 // naming the file and line; with skipBad such lines are counted and skipped
 // instead. Blank lines are ignored.
 func ReadFile(path string, skipBad bool) (Result, error) {
+	r, closeFile, err := open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeFile()
+	return Read(r, path, skipBad)
+}
+
+// open opens a file, through gzip when its name ends in .gz.
+func open(path string) (io.Reader, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Result{}, fmt.Errorf("read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return Result{}, fmt.Errorf("read %s: %w", path, err)
+	if !strings.HasSuffix(path, ".gz") {
+		return f, func() { f.Close() }, nil
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return gz, func() { gz.Close(); f.Close() }, nil
+}
+
+// ObjectsFile is Objects of a file (gzip when its name ends in .gz).
+func ObjectsFile(path string, f func(line []byte, lineNo int) error) error {
+	r, closeFile, err := open(path)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	return Objects(r, path, f)
+}
+
+// Objects calls f with each line of r that holds a JSON object (its line
+// ending removed) and the line's number, for a reader that decodes the
+// objects into its own types rather than into Rows. Lines are checked as
+// Read checks them: blank lines are skipped, invalid UTF-8, a line that
+// does not start a JSON object and a line longer than MaxLine are errors
+// naming the file (name) and line; f checks the rest (one object, its
+// fields), and its error ends the reading.
+func Objects(r io.Reader, name string, f func(line []byte, lineNo int) error) error {
+	lines := NewLines(r, name)
+	for {
+		line, err := lines.Next()
+		if err == io.EOF {
+			return nil
 		}
-		defer gz.Close()
-		r = gz
+		if err != nil {
+			return err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case len(trimmed) == 0:
+			continue
+		case !utf8.Valid(line):
+			return fmt.Errorf("read %s line %d: invalid UTF-8", name, lines.Line())
+		case trimmed[0] != '{':
+			return fmt.Errorf("read %s line %d: not a JSON object", name, lines.Line())
+		}
+		if err := f(line, lines.Line()); err != nil {
+			return err
+		}
 	}
-	return Read(r, path, skipBad)
 }
 
 // Read reads JSON Lines from r; name is used in errors. A line longer

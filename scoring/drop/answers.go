@@ -41,8 +41,15 @@ func Answers(doc json.RawMessage) ([][]string, error) {
 	if !ok {
 		return nil, errors.New("reading DROP record: no \"validated_answers\" key")
 	}
-	candidates := []json.RawMessage{first}
-	more, err := flattenValidated(va)
+	return AnswersOf(first, va)
+}
+
+// AnswersOf is Answers of a record whose "answer" and "validated_answers"
+// are given (as their JSON): what a loader that has read them calls,
+// without writing the record again.
+func AnswersOf(answer, validated json.RawMessage) ([][]string, error) {
+	candidates := []json.RawMessage{answer}
+	more, err := flattenValidated(validated)
 	if err != nil {
 		return nil, fmt.Errorf("reading DROP validated_answers: %w", err)
 	}
