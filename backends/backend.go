@@ -123,3 +123,16 @@ type Tokenizer interface {
 	// Decode turns ids back into text, dropping special tokens when skip is set.
 	Decode(ids []int, skipSpecial bool) (string, error)
 }
+
+// PromptDigester is a Tokenizer that can digest, without encoding it,
+// everything its Encode(prompt, true) depends on: equal digests mean equal
+// token ids. A plan keeps what it derives from a prompt's ids (generation
+// key, token count) under this digest, so that an unchanged prompt is not
+// tokenised again.
+type PromptDigester interface {
+	// PromptDigest digests the tokenizer (its file), any chat template as
+	// rendered for prompt, and the text that is encoded. ok is false when
+	// the tokenizer cannot tell (nothing derived from its ids may then be
+	// kept).
+	PromptDigest(prompt string) (digest [32]byte, ok bool, err error)
+}

@@ -27,6 +27,7 @@ import (
 
 	"tally/backends"
 	"tally/datasets"
+	"tally/internal/keycache"
 	"tally/store"
 )
 
@@ -355,9 +356,32 @@ func keyedItems(ctx context.Context, be backends.Backend, fp string, jobs []*Job
 // keyItems sets the items' generation keys (and prompt lengths),
 // tokenising their prompts with tok when the backend tokenises locally.
 // The ids are not kept: most items of a large plan need no model work
-// (encodeItems tokenises those that do again).
+// (encodeItems tokenises those that do again). A tokenizer that can digest
+// its prompts (backends.PromptDigester) has the keys and lengths of the
+// prompts it encoded before kept between runs (keycache, under the model's
+// fingerprint and the executable), so an unchanged prompt is not
+// tokenised again.
 func keyItems(ctx context.Context, tok backends.Tokenizer, fp string, items []*Item) error {
-	return eachItem(ctx, items, func(it *Item) error {
+	pd, _ := tok.(backends.PromptDigester)
+	var cache *keycache.Cache
+	if pd != nil {
+		if exe := keycache.ExecutableIdentity(); exe != "" {
+			cache = keycache.Open(keycache.DefaultDir(), fp, fp+"\x00"+Decoding+"\x00"+exe)
+		}
+	}
+	err := eachItem(ctx, items, func(it *Item) error {
+		var d [32]byte
+		cached := false
+		if cache != nil {
+			var err error
+			if d, cached, err = pd.PromptDigest(it.Sample.Prompt); err != nil {
+				return fmt.Errorf("plan: prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+			}
+			if e, ok := cache.Get(d); cached && ok {
+				it.Key, it.promptLen = e.Key, e.Tokens
+				return nil
+			}
+		}
 		var ids []int
 		if tok != nil {
 			var err error
@@ -366,8 +390,15 @@ func keyItems(ctx context.Context, tok backends.Tokenizer, fp string, items []*I
 			}
 		}
 		it.Key, it.promptLen = Key(fp, ids, it.Sample.Prompt), len(ids)
+		if cached {
+			cache.Put(d, keycache.Entry{Key: it.Key, Tokens: it.promptLen})
+		}
 		return nil
 	})
+	if err == nil && cache != nil {
+		_ = cache.Save() // a cache that cannot be written costs only time
+	}
+	return err
 }
 
 // encodeItems sets the PromptIDs of items that need model work (with

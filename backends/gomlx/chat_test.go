@@ -101,3 +101,80 @@ func TestUseChatTemplate(t *testing.T) {
 		t.Errorf("text prompt gave %q, chat ids %q", a, b)
 	}
 }
+
+// TestPromptDigest: the digest under which a plan keeps a prompt's key
+// covers everything its ids depend on: the tokenizer's file, the prompt,
+// and in chat mode the text the template renders for it (the template,
+// its system prompt, its clock), and raw and chat encodings never share
+// one. Equal digests come with equal ids.
+func TestPromptDigest(t *testing.T) {
+	m, err := Demo(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	raw, ok := m.Tokenizer().(backends.PromptDigester)
+	if !ok {
+		t.Fatal("the demo model's tokenizer does not digest its prompts")
+	}
+	digest := func(pd backends.PromptDigester, prompt string) [32]byte {
+		t.Helper()
+		d, ok, err := pd.PromptDigest(prompt)
+		if err != nil || !ok {
+			t.Fatalf("PromptDigest(%q): %v %v", prompt, ok, err)
+		}
+		return d
+	}
+	tok := m.Tokenizer()
+	other, err := tokenizer.FromJSON(append(slices.Clone(demoTokenizerJSON(t)), ' '))
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(system string) func(string) (string, error) {
+		return func(p string) (string, error) { return "<s>[" + system + "] " + p + " [/]", nil }
+	}
+	chat := func(system string) backends.PromptDigester {
+		return chatTokenizer{StreamTokenizer: tok.(StreamTokenizer), render: render(system)}
+	}
+	prompt := "Passage: Tom joined in 2017.\nQuestion: When?\nAnswer:"
+	distinct := map[string][32]byte{
+		"raw":                     digest(raw, prompt),
+		"raw, another prompt":     digest(raw, prompt+" "),
+		"raw, another tokenizer":  digest(WrapTokenizer(other).(backends.PromptDigester), prompt),
+		"chat":                    digest(chat("sys"), prompt),
+		"chat, another rendering": digest(chat("sys2"), prompt),
+	}
+	seen := map[[32]byte]string{}
+	for name, d := range distinct {
+		if prev, dup := seen[d]; dup {
+			t.Errorf("%s and %s share a digest", name, prev)
+		}
+		seen[d] = name
+	}
+	if digest(raw, prompt) != distinct["raw"] || digest(chat("sys"), prompt) != distinct["chat"] {
+		t.Error("a digest is not a function of its inputs")
+	}
+	// Equal digests, equal ids: the chat digest is the rendered text's.
+	a, _ := chat("sys").(chatTokenizer).Encode(prompt, true)
+	rendered, _ := render("sys")(prompt)
+	b, _ := tok.Encode(rendered, false)
+	if !slices.Equal(a, b) {
+		t.Errorf("chat ids %v, rendered text's %v", a, b)
+	}
+	// A tokenizer with no file to digest keeps nothing.
+	if _, ok, _ := (chatTokenizer{StreamTokenizer: idOnly{tok.(StreamTokenizer)}, render: render("sys")}).PromptDigest(prompt); ok {
+		t.Error("a chat template over a tokenizer that cannot digest gave a digest")
+	}
+}
+
+// idOnly hides a tokenizer's digest.
+type idOnly struct{ StreamTokenizer }
+
+// demoTokenizerJSON is the demo model's tokenizer.json.
+func demoTokenizerJSON(t *testing.T) []byte {
+	data, err := demoFiles.ReadFile("demomodel/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}

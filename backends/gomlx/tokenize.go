@@ -75,3 +75,22 @@ func (c chatTokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	}
 	return c.StreamTokenizer.Encode(rendered, false)
 }
+
+// PromptDigest implements backends.PromptDigester: the digest of the text
+// the template renders for prompt (its own time of day, its system
+// prompts and all), which is what is encoded, without special tokens.
+// ok is false when the tokenizer under the template cannot digest.
+func (c chatTokenizer) PromptDigest(prompt string) (d [32]byte, ok bool, err error) {
+	base, can := c.StreamTokenizer.(interface {
+		textDigest(text string, addSpecial bool) ([32]byte, bool)
+	})
+	if !can {
+		return d, false, nil
+	}
+	rendered, err := c.render(prompt)
+	if err != nil {
+		return d, false, err
+	}
+	d, ok = base.textDigest(rendered, false)
+	return d, ok, nil
+}

@@ -12,6 +12,8 @@ package tokenizer
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,6 +41,7 @@ type Tokenizer struct {
 	firstN    *[256][]int         // the same for normalized added tokens
 	special   map[string]bool     // contents of special tokens
 	vocabSize int
+	digest    string // SHA-256 of the tokenizer.json read
 }
 
 // addedToken is an entry of added_tokens.
@@ -179,7 +182,8 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{model: m}
+	sum := sha256.Sum256(data)
+	t := &Tokenizer{model: m, digest: hex.EncodeToString(sum[:])}
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
@@ -545,6 +549,10 @@ func (t *Tokenizer) decodeTokens(toks []string, first bool) string {
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) (string, error) {
 	return t.decodeTokens(t.tokensOf(ids, skipSpecial), true), nil
 }
+
+// Digest is the SHA-256 (hex) of the tokenizer.json the tokenizer was
+// read from: with this package's code, it determines every encoding.
+func (t *Tokenizer) Digest() string { return t.digest }
 
 // VocabSize is one more than the largest token id (model vocabulary and
 // added tokens together): the size an embedding table needs.
