@@ -191,7 +191,7 @@ const MaxBudget = 1 << 30
 // classify sets the item's failure reason, and its status and staleness
 // under each of its job's settings, from its stored generation (set) and
 // the digests of the stored scores.
-func classify(it *Item, digests map[store.ScoreKey]string) {
+func classify(it *Item, digests *store.Digests) {
 	it.FailReason = failReason(it.Stored)
 	budget := it.Job.MaxTokens
 	it.Statuses = make([]Status, len(it.Job.Settings))
@@ -205,7 +205,7 @@ func classify(it *Item, digests map[store.ScoreKey]string) {
 			it.Statuses[k] = Failed
 		default:
 			pred, ok, _ := it.truncate(g, set)
-			d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
+			d, scored := digests.Get(store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget})
 			if scored && ok && dg == nil {
 				x := newScoreDigester(it.Job, it.Sample)
 				dg = &x
@@ -266,7 +266,7 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	}
 	// What is stored and how it was scored are read at once.
 	var stored map[string]store.Generation
-	var digests map[store.ScoreKey]string
+	var digests *store.Digests
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		stored, err = st.Generations(gctx, fp, keys)

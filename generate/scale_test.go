@@ -82,8 +82,8 @@ func testLargePlanAndRescore(t *testing.T, path string, raw func() (*sql.DB, err
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(scanned) != 2*size || !maps.Equal(scanned, keyed) {
-			t.Errorf("%d samples: %d digests by scan, %d by key, equal %v", size, len(scanned), len(keyed), maps.Equal(scanned, keyed))
+		if scanned.Len() != 2*size || len(scanned.All()) != 2*size || !maps.Equal(scanned.All(), keyed.All()) {
+			t.Errorf("%d samples: %d digests by scan, %d by key, equal %v", size, scanned.Len(), keyed.Len(), maps.Equal(scanned.All(), keyed.All()))
 		}
 	}
 

@@ -18,21 +18,13 @@ import (
 // (the driver's cost is per column), and a large scan is split over the
 // cores.
 
-// addDigest records digest d for k (MixedDigest when k has another).
-func addDigest(out map[ScoreKey]string, k ScoreKey, d string) {
-	if old, ok := out[k]; ok && old != d {
-		d = MixedDigest
-	}
-	out[k] = d
-}
-
 // scanScoreDigests is ScoreDigests by one scan of a model's scores, or
 // of all scores (keeping the keys wanted) when the keys are a third of
 // the store's generations or more: reading every score in storage order
 // costs less than half of finding a model's through its generations (a
 // lookup in two indexes a row). Every score is read in ranges, one a
 // core (inRanges).
-func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want map[string]bool) (map[ScoreKey]string, error) {
+func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want map[string]bool) (*Digests, error) {
 	sep := s.fieldSep()
 	var total int
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations`).Scan(&total); err != nil {
@@ -43,20 +35,21 @@ func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want m
 			FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`, sep, fingerprint)
 	}
 	all := `SELECT concat_ws(?, gen_key, task, sample_id, setting_key, budget, digest) FROM scores`
-	var out map[ScoreKey]string
+	var out *Digests
 	var mu sync.Mutex
 	err := s.inRanges(ctx, "scores", func(ctx context.Context, cond string, args ...any) error {
 		part, err := s.digestRows(ctx, want, all+" WHERE "+cond, append([]any{sep}, args...)...)
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if out == nil {
 			out = part
-			return err
+		} else {
+			out.merge(part)
 		}
-		for k, d := range part {
-			addDigest(out, k, d)
-		}
-		return err
+		return nil
 	})
 	return out, err
 }
@@ -70,7 +63,7 @@ func (s *Store) inRanges(ctx context.Context, table string, read func(ctx contex
 		return read(ctx, "TRUE")
 	}
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT MIN(rowid), MAX(rowid) FROM `+table).Scan(&lo, &hi); err != nil {
+	if err := s.db.QueryRowContext(ctx, rowidBounds(table)).Scan(&lo, &hi); err != nil {
 		return err
 	}
 	if !lo.Valid {
@@ -86,20 +79,28 @@ func (s *Store) inRanges(ctx context.Context, table string, read func(ctx contex
 	return g.Wait()
 }
 
+// rowidBounds is the query of a SQLite table's smallest and largest rowid:
+// two subqueries, for each of which SQLite reads one end of the table
+// (MIN and MAX in one query scan all of it).
+func rowidBounds(table string) string {
+	return `SELECT (SELECT MIN(rowid) FROM ` + table + `), (SELECT MAX(rowid) FROM ` + table + `)`
+}
+
 // digestRows runs a query of score rows (each one column joining gen_key,
 // task, sample_id, setting_key, budget and digest) and collects the
 // digests of the keys wanted. The scores of one key (one row per metric,
 // usually with one digest) come together: a row equal to the one before
-// it is skipped, and a key's strings are made once (task and setting
-// names shared).
-func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, args ...any) (map[ScoreKey]string, error) {
+// it is skipped; and so do a generation's keys, which are added to its
+// entries without finding them again; a key's strings are made once
+// (task and setting names shared).
+func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, args ...any) (*Digests, error) {
 	sep := s.fieldSep()
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[ScoreKey]string{}
+	out := newDigests()
 	names := map[string]string{}
 	intern := func(b []byte) string {
 		if x, ok := names[string(b)]; ok {
@@ -111,7 +112,16 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 	}
 	var raw sql.RawBytes
 	var prev []byte
+	// The generation of the rows being read, whether it is wanted, and
+	// its entries (put back when the next one starts).
 	var genKey, sampleID string
+	var wanted bool
+	var entries []digestEntry
+	done := func() {
+		if wanted {
+			out.byGen[genKey] = entries
+		}
+	}
 	for rows.Next() {
 		if err := rows.Scan(&raw); err != nil {
 			return nil, err
@@ -124,10 +134,14 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 		if len(parts) != 6 {
 			return nil, fmt.Errorf("malformed score row %q", raw)
 		}
-		if string(parts[0]) != genKey {
+		if string(parts[0]) != genKey || genKey == "" {
+			done()
 			genKey = string(parts[0])
+			if wanted = want[genKey]; wanted {
+				entries = out.byGen[genKey]
+			}
 		}
-		if !want[genKey] {
+		if !wanted {
 			continue
 		}
 		if string(parts[2]) != sampleID {
@@ -137,8 +151,11 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 		if err != nil {
 			return nil, fmt.Errorf("malformed score row %q", raw)
 		}
-		addDigest(out, ScoreKey{GenKey: genKey, Task: intern(parts[1]), SampleID: sampleID, SettingKey: intern(parts[3]), Budget: budget}, string(parts[5]))
+		var n int
+		entries, n = addEntry(entries, digestEntry{task: intern(parts[1]), sampleID: sampleID, settingKey: intern(parts[3]), budget: budget, digest: string(parts[5])})
+		out.n += n
 	}
+	done()
 	return out, rows.Err()
 }
 

@@ -200,7 +200,7 @@ func testScoresReplaceAndDigest(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	d, _ := s.ScoreDigests(ctx, "", []string{g.Key})
-	if d[base.Key()] != "d1" {
+	if dg, _ := d.Get(base.Key()); dg != "d1" {
 		t.Fatalf("digests %v", d)
 	}
 	got, _ := s.ScoresFor(ctx, []string{g.Key})

@@ -706,7 +706,7 @@ const MixedDigest = "mixed"
 // has scores, the digest they were computed under (MixedDigest when they
 // disagree), restricted to the given generation keys (read by one scan of
 // the model's rows when there are many).
-func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]string, error) {
+func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []string) (*Digests, error) {
 	want := make(map[string]bool, len(genKeys))
 	for _, k := range genKeys {
 		want[k] = true
@@ -718,7 +718,7 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 		}
 		return out, nil
 	}
-	out := map[ScoreKey]string{}
+	out := newDigests()
 	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.digest",
 		"FROM scores s WHERE s.gen_key", "FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?",
 		func(rows *sql.Rows) (string, error) {
@@ -728,7 +728,7 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 				return "", err
 			}
 			if want[k.GenKey] {
-				addDigest(out, k, d)
+				out.add(k, d)
 			}
 			return k.GenKey, nil
 		})
@@ -736,6 +736,89 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 		return nil, fmt.Errorf("read scores: %w", err)
 	}
 	return out, nil
+}
+
+// Digests holds the digests of stored scores (ScoreDigests), by
+// generation: a plan of many samples looks each one's up by its key once.
+type Digests struct {
+	byGen map[string][]digestEntry
+	n     int
+}
+
+// digestEntry is the digest of one (sample, setting, budget) of a
+// generation.
+type digestEntry struct {
+	task, sampleID, settingKey string
+	budget                     int
+	digest                     string
+}
+
+func newDigests() *Digests { return &Digests{byGen: map[string][]digestEntry{}} }
+
+// Get returns the digest of the scores of k (MixedDigest when they
+// disagree); ok is false when k has none.
+func (d *Digests) Get(k ScoreKey) (digest string, ok bool) {
+	for _, e := range d.byGen[k.GenKey] {
+		if e.task == k.Task && e.sampleID == k.SampleID && e.settingKey == k.SettingKey && e.budget == k.Budget {
+			return e.digest, true
+		}
+	}
+	return "", false
+}
+
+// Len is the number of keys with scores.
+func (d *Digests) Len() int { return d.n }
+
+// All returns every key's digest.
+func (d *Digests) All() map[ScoreKey]string {
+	out := make(map[ScoreKey]string, d.n)
+	for gen, es := range d.byGen {
+		for _, e := range es {
+			out[ScoreKey{GenKey: gen, Task: e.task, SampleID: e.sampleID, SettingKey: e.settingKey, Budget: e.budget}] = e.digest
+		}
+	}
+	return out
+}
+
+// add records digest dg for k (MixedDigest when k has another).
+func (d *Digests) add(k ScoreKey, dg string) {
+	es, n := addEntry(d.byGen[k.GenKey], digestEntry{task: k.Task, sampleID: k.SampleID, settingKey: k.SettingKey, budget: k.Budget, digest: dg})
+	d.byGen[k.GenKey] = es
+	d.n += n
+}
+
+// addEntry adds e to the entries of one generation, or marks the entry of
+// its key MixedDigest when that has another digest; n is 1 when e's key
+// is new.
+func addEntry(es []digestEntry, e digestEntry) (_ []digestEntry, n int) {
+	for i := range es {
+		x := &es[i]
+		if x.task == e.task && x.sampleID == e.sampleID && x.settingKey == e.settingKey && x.budget == e.budget {
+			if x.digest != e.digest {
+				x.digest = MixedDigest
+			}
+			return es, 0
+		}
+	}
+	return append(es, e), 1
+}
+
+// merge adds the digests of o (a part of the same read) to d.
+func (d *Digests) merge(o *Digests) {
+	for gen, es := range o.byGen {
+		mine, ok := d.byGen[gen]
+		if !ok {
+			d.byGen[gen] = es
+			d.n += len(es)
+			continue
+		}
+		for _, e := range es {
+			var n int
+			mine, n = addEntry(mine, e)
+			d.n += n
+		}
+		d.byGen[gen] = mine
+	}
 }
 
 // ScoresFor returns the stored scores of the given generation keys. An

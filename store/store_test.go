@@ -88,7 +88,7 @@ func testRoundTripAndReopen(t *testing.T, newPath func() string) {
 		t.Errorf("counts %v", n)
 	}
 	sm, err := s.ScoreDigests(ctx, "", []string{g.Key})
-	if _, ok := sm[ScoreKey{g.Key, "t", "1", ".", 8}]; err != nil || !ok {
+	if _, ok := sm.Get(ScoreKey{g.Key, "t", "1", ".", 8}); err != nil || !ok {
 		t.Errorf("scored metrics %v %v", sm, err)
 	}
 }
