@@ -3,6 +3,8 @@ package generate
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"tally/backends"
+	"tally/datasets"
 )
 
 // digestTok is byteTok that digests its prompts (backends.PromptDigester)
@@ -140,5 +143,21 @@ func TestKeyCache(t *testing.T) {
 	same("damaged cache", plan(m, 50), want)
 	if n := encoded.Load(); n != 60 {
 		t.Errorf("a plan over a damaged cache encoded %d prompts, want 60", n)
+	}
+}
+
+// TestScoreDigestFormat pins ScoreDigest: the SHA-256 of each part's
+// length, a colon and the part (the digests of every store's scores: a
+// change would make them all stale).
+func TestScoreDigestFormat(t *testing.T) {
+	j := &Job{Spec: "drop/v1 drop-fixed/v1"}
+	s := &datasets.Sample{References: json.RawMessage(`[["12"]]`), Metadata: map[string]any{"b": 1, "a": "x"}}
+	set := StopSetting{Name: "dot", Seqs: []string{"."}}
+	h := sha256.New()
+	for _, part := range []string{"score/v1", j.Spec, `[["12"]]`, `{"a":"x","b":1}`, set.Key(), "32", " 12"} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	if got, want := ScoreDigest(j, s, set, 32, " 12"), hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("ScoreDigest %s, want %s", got, want)
 	}
 }

@@ -516,9 +516,17 @@ func newScoreDigester(j *Job, s *datasets.Sample) scoreDigester {
 	h := sha256.New()
 	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
 	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta)} {
-		fmt.Fprintf(h, "%d:%s", len(part), part)
+		writePart(h, part)
 	}
 	return scoreDigester{h}
+}
+
+// writePart writes one part of a digest: its length in decimal, a colon,
+// and the part.
+func writePart(h hash.Hash, part string) {
+	var buf [24]byte
+	h.Write(append(strconv.AppendInt(buf[:0], int64(len(part)), 10), ':'))
+	h.Write([]byte(part))
 }
 
 // digest is ScoreDigest of the sample under set, budget and pred.
@@ -529,7 +537,7 @@ func (d scoreDigester) digest(set StopSetting, budget int, pred string) string {
 	}
 	h := c.(hash.Hash)
 	for _, part := range []string{set.Key(), strconv.Itoa(budget), pred} {
-		fmt.Fprintf(h, "%d:%s", len(part), part)
+		writePart(h, part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -333,6 +333,10 @@ type LoadOptions struct {
 	IDs []string
 	// SkipBad skips malformed lines, counting them, instead of failing.
 	SkipBad bool
+	// NoDocs leaves each sample's Doc (the data row as reports write it)
+	// out: a caller that writes no report (a plan) saves writing every row
+	// again and holding it.
+	NoDocs bool
 }
 
 // Loaded is a task's samples and what loading skipped.
@@ -431,7 +435,10 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			}
 			s.Target = &targets[i]
 		}
-		s.Index, s.Doc = &i, docOf(row)
+		s.Index = &i
+		if !opt.NoDocs {
+			s.Doc = docOf(row)
+		}
 		samples[i] = s
 	}
 	if _, logged := rows[0][datasets.VerbatimPrompt]; c.FewShot > 0 && !logged {

@@ -283,3 +283,32 @@ func FuzzSetFields(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadNoDocs: loading without documents gives the same samples, less
+// each one's Doc.
+func TestLoadNoDocs(t *testing.T) {
+	c, err := Resolve("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := c.Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := c.Load(LoadOptions{NoDocs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Samples) == 0 || len(full.Samples) != len(bare.Samples) {
+		t.Fatalf("%d samples, %d without docs", len(full.Samples), len(bare.Samples))
+	}
+	for i, s := range full.Samples {
+		if len(s.Doc) == 0 || bare.Samples[i].Doc != nil {
+			t.Fatalf("sample %d: doc %q, without docs %q", i, s.Doc, bare.Samples[i].Doc)
+		}
+		s.Doc = nil
+		if !reflect.DeepEqual(s, bare.Samples[i]) {
+			t.Errorf("sample %d:\n%+v\nwithout docs\n%+v", i, s, bare.Samples[i])
+		}
+	}
+}

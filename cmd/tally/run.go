@@ -33,6 +33,8 @@ import (
 // runFlags are the flags shared by run, rerun, demo, plan, rescore and
 // compare.
 type runFlags struct {
+	// noDocs loads tasks without their samples' data rows (tasks.LoadOptions).
+	noDocs      bool
 	model       string
 	device      string
 	dtype       string
@@ -224,7 +226,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, cfg := range cfgs {
 		g.Go(func() error {
-			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs})
 			return nil
 		})
 	}
@@ -745,7 +747,7 @@ func productsDType(be backends.Backend) string {
 // plannedCommand is a command that opens the store and model, plans the
 // tasks without model work, and hands the plan to do.
 func plannedCommand(use, short string, readOnly bool, do func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{noDocs: true} // a plan writes no sample's data row
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
