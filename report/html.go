@@ -68,11 +68,11 @@ type browserItem struct {
 }
 
 type browserEval struct {
-	Col        int                `json:"c"`
-	Cut        int                `json:"cut"`
-	Seq        string             `json:"seq,omitempty"`
-	Prediction string             `json:"pred"`
-	Values     map[string]float64 `json:"v"`
+	Col        int        `json:"c"`
+	Cut        int        `json:"cut"`
+	Seq        string     `json:"seq,omitempty"`
+	Prediction string     `json:"pred"`
+	Values     evalValues `json:"v"`
 }
 
 type browserChunk struct {
@@ -202,13 +202,7 @@ func (b *pageBuilder) addTask(td *TaskData) {
 			if sc == nil {
 				continue
 			}
-			vals := make(map[string]float64, len(sc.Values))
-			for k, v := range sc.Values {
-				if finite(v) {
-					vals[k] = v
-				}
-			}
-			it.Under = append(it.Under, browserEval{Col: ci, Cut: utf16Offset(sd.Text, sc.Cut), Seq: sc.Seq, Prediction: sc.Prediction, Values: vals})
+			it.Under = append(it.Under, browserEval{Col: ci, Cut: utf16Offset(sd.Text, sc.Cut), Seq: sc.Seq, Prediction: sc.Prediction, Values: finiteValues(sc.Values)})
 		}
 		flags := 0
 		if sd.Failed() {
@@ -240,7 +234,7 @@ func (b *pageBuilder) flush() {
 	b.wg.Add(1)
 	go func() {
 		defer func() { <-b.sem; b.wg.Done() }()
-		z, err := gzipJSON(c)
+		z, err := gzipChunk(&c)
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.chunks[n] = z
@@ -283,6 +277,23 @@ func (b *pageBuilder) spillReady() error {
 func pack(v any) (string, error) {
 	z, err := gzipJSON(v)
 	return base64.StdEncoding.EncodeToString(z), err
+}
+
+// gzipChunk is a chunk's JSON (appendChunkJSON), gzipped.
+func gzipChunk(c *browserChunk) ([]byte, error) {
+	js := appendChunkJSON(nil, c)
+	var buf bytes.Buffer
+	buf.Grow(len(js) / 4)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
+	if _, err := zw.Write(js); err != nil {
+		return nil, fmt.Errorf("encode samples: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil // without the buffer's spare room
 }
 
 // gzipJSON is a value's JSON, gzipped.
