@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tally plan and rescore on a store of 200,000 generations (20 tasks of
-# 10,000 demo-style samples, 2.4 million scores; issue 23, finding 9), with
-# the code at BASE and with the working tree, in one run: ratios come from
-# the same machine at the same time.
+# tally plan, rescore and report --format html on a store of 200,000
+# generations (20 tasks of 10,000 demo-style samples, 2.4 million scores;
+# issue 23, finding 9), with the code at BASE and with the working tree, in
+# one run: ratios come from the same machine at the same time.
 #
 #   scripts/scale-bench.sh [BASE [WORKDIR]]     (BASE: a commit, default main)
 #
@@ -11,8 +11,11 @@
 # (b) builds the store once with BASE (BenchmarkScaleStore; a few minutes)
 #     and gives each side its own copy of it (the working tree's migrates
 #     its copy when it writes);
-# (c) runs BenchmarkScalePlan for each side in turn (ROUNDS times, default
-#     2), then BenchmarkScaleRescore once each on a fresh copy;
+# (c) runs BenchmarkScalePlan (the prompt keys of an earlier plan kept)
+#     and BenchmarkScalePlanCold (none kept) for each side in turn (ROUNDS
+#     times, default 2), BenchmarkHTMLScale once (the working tree's
+#     benchmark, measuring BASE's binary beside its own on one copy), then
+#     BenchmarkScaleRescore once each on a fresh copy;
 # (d) prints wall seconds, CPU seconds (all cores) and peak RSS of the tally
 #     process per side, and the ratios working tree / BASE.
 set -euo pipefail
@@ -55,9 +58,15 @@ copy old
 copy new
 for round in $(seq "$ROUNDS"); do
 	log "plan, round $round"
-	bench old "$WORK/base" BenchmarkScalePlan >>"$results"
-	bench new "$ROOT" BenchmarkScalePlan >>"$results"
+	for b in BenchmarkScalePlan BenchmarkScalePlanCold; do
+		bench old "$WORK/base" $b >>"$results"
+		bench new "$ROOT" $b >>"$results"
+	done
 done
+log "report --format html"
+(cd "$WORK/base" && go build -o "$WORK/tally-base" ./cmd/tally)
+(cd "$ROOT" && TALLY_BENCH_SCALE="$WORK/new" TALLY_BASELINE_BIN="$WORK/tally-base" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkHTMLScale$' -benchtime 1x -timeout 60m) |
+	awk '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i += 2) { m = $(i+1); side = "new"; if (m ~ /^baseline-/) { side = "old"; sub(/^baseline-/, "", m) }; printf "BenchmarkHTMLScale %s %s %s\n", side, m, $i } }' >>"$results"
 log "rescore"
 copy old
 bench old "$WORK/base" BenchmarkScaleRescore >>"$results"

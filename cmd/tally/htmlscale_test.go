@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,94 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"tally/generate"
-	"tally/store"
 )
-
-// htmlScaleStore builds a store like the one issue 23 measured: 20 tasks of
-// 5,000 samples, 2 models, so 200,000 generations (1% of them failed: the
-// prompt exceeded the context), each scored under dot and nl (em, f1) and
-// none (em): 990,000 scores; prompts of about 100 words, continuations of
-// about 12. TALLY_SCALE_STORE=FILE keeps it there and reuses it.
-func htmlScaleStore(b *testing.B) string {
-	b.Helper()
-	path := os.Getenv("TALLY_SCALE_STORE")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "scale.db")
-	} else if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	vocab := strings.Fields("the of and to in a is that for it as was with be by on not he I this are or his from at which but have an they you were her she there one all we their Bulls Lions scored joined yards miles points")
-	words := func(r *rand.Rand, n int) string {
-		var sb strings.Builder
-		for range n {
-			sb.WriteString(vocab[r.IntN(len(vocab))])
-			if r.IntN(6) == 0 {
-				fmt.Fprintf(&sb, " %d", r.IntN(1000))
-			}
-			sb.WriteByte(' ')
-		}
-		return sb.String()
-	}
-	settings := []generate.StopSetting{{Name: "dot", Seqs: []string{"."}}, {Name: "nl", Seqs: []string{"\n"}}, {Name: "none"}}
-	stops, _ := json.Marshal(map[string]any{"settings": settings})
-	for _, m := range []string{"m1", "m2"} {
-		cfg, _ := json.Marshal(map[string]any{"command": "run", "model": "org/" + m})
-		if _, err := st.StartRun(ctx, store.Run{Command: "run", Model: "org/" + m, Fingerprint: "fp-" + m, Config: cfg}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	const tasks, perTask = 20, 5000
-	for ti := range tasks {
-		task := fmt.Sprintf("task%02d", ti)
-		r := rand.New(rand.NewPCG(uint64(ti), 1))
-		var samples []store.Sample
-		for i := range perTask {
-			refs, _ := json.Marshal([][]string{{fmt.Sprint(r.IntN(100))}})
-			samples = append(samples, store.Sample{Task: task, ID: fmt.Sprint(i), Prompt: "Passage: " + words(r, 100) + "\nQuestion: how many?\nAnswer:",
-				Refs: refs, Metadata: json.RawMessage(`{"metadata":null,"share_key":""}`)})
-		}
-		if err := st.PutSamples(ctx, samples); err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range []string{"m1", "m2"} {
-			var gens []store.Generation
-			var scores []store.Score
-			for i := range perTask {
-				key := fmt.Sprintf("%s-%s-%d", m, task, i)
-				g := store.Generation{Key: key, Fingerprint: "fp-" + m, Task: task, SampleID: fmt.Sprint(i), Budget: 32, Stops: stops, Finish: "length",
-					Text: fmt.Sprintf(" %d.%d\n\nPassage: %s", r.IntN(100), r.IntN(10), words(r, 8))}
-				if r.IntN(100) == 0 {
-					g.Text, g.Finish, g.PromptTokens = "", "context", 2100
-					gens = append(gens, g)
-					continue
-				}
-				gens = append(gens, g)
-				for _, set := range settings {
-					pred, _, _ := generate.Truncate(&g, set, 32)
-					for _, metric := range []string{"em", "f1"} {
-						if set.Name == "none" && metric == "f1" {
-							continue
-						}
-						scores = append(scores, store.Score{GenKey: key, Task: task, SampleID: g.SampleID, Setting: set.Name, SettingKey: set.Key(),
-							Budget: 32, Metric: metric, Value: float64(r.IntN(2)), Prediction: pred})
-					}
-				}
-			}
-			if err := st.PutGenerations(ctx, gens, scores); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	return path
-}
 
 // timedRun runs a command and returns its wall time, CPU time (user and
 // system) and peak resident set size (MB).
@@ -126,7 +36,8 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // BenchmarkHTMLScale is issue 23's scale finding for the HTML report, on
-// a generated store of 200,000 generations (20 tasks): the time and peak
+// the scale store (scaleStore: 200,000 generations, 20 tasks, 2.4 million
+// scores): the time and peak
 // memory of `tally report --format html` (the binary, as a user runs it),
 // the page's size, and, with Chromium, the time to the first view of the
 // page (headless Chromium's screenshot of its first screen, less that of
@@ -135,7 +46,7 @@ func median(ds []time.Duration) time.Duration {
 // TALLY_BASELINE_BIN=PATH (an older tally binary) the same figures are
 // measured for it on the same store, in the same run, for comparison.
 func BenchmarkHTMLScale(b *testing.B) {
-	db := htmlScaleStore(b)
+	db, _ := scaleStore(b)
 	bins := map[string]string{"": built}
 	if base := os.Getenv("TALLY_BASELINE_BIN"); base != "" {
 		bins["baseline-"] = base
