@@ -389,8 +389,16 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		return err
 	}
 	fieldSep := s.fieldSep()
-	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest),
+	// SQLite joins the prediction too (last: it may hold anything), one
+	// column fewer; PostgreSQL keeps predictions as bytes, which it would
+	// join as hex.
+	folded := s.db.eng != postgresEngine
+	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest, prediction),
+		COALESCE(value,0), '' FROM scores`
+	if !folded {
+		q = `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest),
 		COALESCE(value,0), prediction FROM scores`
+	}
 	args := []any{fieldSep}
 	var conds []string
 	if len(f.Fingerprints) > 0 {
@@ -418,28 +426,48 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		budget, id                        int
 	}
 	cells := map[string]cell{}
-	var raw sql.RawBytes
+	var raw, predRaw sql.RawBytes
 	var e Entry
+	sep := fieldSep[0]
 	for rows.Next() {
-		if err := rows.Scan(&raw, &e.Value, &e.Prediction); err != nil {
+		if err := rows.Scan(&raw, &e.Value, &predRaw); err != nil {
 			return fmt.Errorf("read scores: %w", err)
 		}
-		// The generation key and sample id come first, the score's digest
-		// last: what lies between (the cell) repeats for every score of
-		// the cell and is parsed once; consecutive rows mostly share their
-		// generation, sample and digest, which are then not copied again.
-		g := bytes.IndexByte(raw, fieldSep[0])
-		h := g + 1 + bytes.IndexByte(raw[g+1:], fieldSep[0])
-		i := bytes.LastIndexByte(raw, fieldSep[0])
-		if g < 0 || h <= g || i <= h {
+		// The generation key and sample id come first, then the cell, the
+		// score's digest, and its prediction last (whatever it holds):
+		// what lies between the first two and the digest (the cell)
+		// repeats for every score of the cell and is parsed once;
+		// consecutive rows mostly share their generation, sample, digest
+		// and prediction, which are then not copied again.
+		var at [8]int // the first eight separators (unfolded: seven, and the end)
+		want := len(at)
+		if !folded {
+			want, at[7] = 7, len(raw)
+		}
+		n, from := 0, 0
+		for ; n < want; n++ {
+			k := bytes.IndexByte(raw[from:], sep)
+			if k < 0 {
+				break
+			}
+			at[n] = from + k
+			from = at[n] + 1
+		}
+		if n < want {
 			return fmt.Errorf("read scores: malformed row %q", raw)
 		}
-		genKey, sampleID, cellRaw, digest := raw[:g], raw[g+1:h], raw[h+1:i], raw[i+1:]
+		genKey, sampleID, cellRaw, digest, pred := raw[:at[0]], raw[at[0]+1:at[1]], raw[at[1]+1:at[6]], raw[at[6]+1:at[7]], predRaw
+		if folded {
+			pred = raw[at[7]+1:]
+		}
 		if string(digest) != e.Digest {
 			e.Digest = string(digest)
 		}
 		if string(sampleID) != e.SampleID {
 			e.SampleID = string(sampleID)
+		}
+		if string(pred) != e.Prediction {
+			e.Prediction = string(pred)
 		}
 		c, ok := cells[string(cellRaw)]
 		if !ok {

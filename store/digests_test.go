@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -148,4 +150,47 @@ func TestRowidBounds(t *testing.T) {
 		}
 		rows.Close()
 	}
+}
+
+// TestEachEntryPredictions: a score's prediction, read in the column
+// that joins its identifiers (last, so that it may hold anything), comes
+// back as written: empty, multi-line, holding either engine's field
+// separator, or like the prediction before it; with every identifier
+// and value.
+func TestEachEntryPredictions(t *testing.T) {
+	engines(t, func(t *testing.T, newPath func() string) {
+		ctx := context.Background()
+		s, err := Open(ctx, newPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		preds := []string{"", " 12.5\n\nPassage: x", "a\x1fb", "sep \xc3\xbf\x1f end\x1f", "same", "same", " "}
+		var want []Score
+		for i, p := range preds {
+			g := gen(i)
+			for _, m := range []string{"em", "f1"} {
+				want = append(want, Score{GenKey: g.Key, Task: "t", SampleID: g.SampleID, Setting: "dot", SettingKey: ".", Budget: 8,
+					Metric: m, Value: float64(i) / 3, Prediction: p, Digest: fmt.Sprint("d", i)})
+			}
+			if err := s.PutGenerations(ctx, []Generation{g}, want[len(want)-2:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []Score
+		if err := s.EachEntry(ctx, Filter{}, func(e Entry) error {
+			if e.Fingerprint != "fp" {
+				t.Errorf("fingerprint %q", e.Fingerprint)
+			}
+			e.Score.RunID = 0
+			got = append(got, e.Score)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(got, func(a, b int) bool { return got[a].GenKey+got[a].Metric < got[b].GenKey+got[b].Metric })
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("entries\n%+v\nwant\n%+v", got, want)
+		}
+	})
 }
