@@ -116,7 +116,7 @@ func (m *Model) newCache(batch, length int) []*tensors.Tensor {
 	c := m.cfg
 	out := make([]*tensors.Tensor, 2*c.NumLayers)
 	for i := range out {
-		out[i] = tensors.FromShape(shapesF32(cacheDims(c, batch, length, i%2 == 1)...))
+		out[i] = tensors.FromShape(shapesF32(cacheDims(c, m.lay.inv, batch, length, i%2 == 1)...))
 	}
 	return out
 }
@@ -179,7 +179,7 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 			return min(roundUp(d, blockLength(d)), length)
 		}
 		C := chunk()
-		keys := func() int { return min(base()+C, length) }
+		keys := func() int { return m.lay.inv.keyCount(min(base()+C, length), length) }
 		if !all {
 			for C > 256 && R*H*C*keys() > m.budget {
 				limit = pow2AtLeast(C) / 2
@@ -276,7 +276,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 			maxPos = max(maxPos, int(p))
 		}
 	}
-	keys := decodeKeys(maxPos+1, length)
+	keys := m.lay.inv.keyCount(decodeKeys(maxPos+1, length), length)
 	g, err := m.graphFor(graphKey{Decode: true, Rows: batch, Chunk: 1, Batch: batch, Cache: length, Keys: keys})
 	if err != nil {
 		return nil, err

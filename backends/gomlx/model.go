@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	mlbackends "github.com/gomlx/compute"
@@ -420,12 +421,33 @@ func transpose(x []float32, rows, cols int) []float32 {
 	return out
 }
 
+// withTiedHead returns host with, where specs hold a tied LM head's copy
+// (weightSpec.tiedCopy), a copy of the embedding (host[0]) inserted: the
+// loaders read the file's tensors, which hold it once.
+func withTiedHead(specs []weightSpec, host [][]float32) [][]float32 {
+	for i, s := range specs {
+		if s.tiedCopy && i <= len(host) {
+			host = slices.Insert(host, i, slices.Clone(host[0]))
+		}
+	}
+	return host
+}
+
+// padMatrix returns the row-major rows×cols matrix x padded with zeros to
+// prows×pcols (x itself when no padding is needed).
+func padMatrix(x []float32, rows, cols, prows, pcols int) []float32 {
+	if rows == prows && cols == pcols {
+		return x
+	}
+	out := make([]float32, prows*pcols)
+	for r := range rows {
+		copy(out[r*pcols:r*pcols+cols], x[r*cols:(r+1)*cols])
+	}
+	return out
+}
+
 // newModel builds a Model from host weights in canonical order.
 func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opts Options) (m *Model, err error) {
-	specs := weightSpecs(cfg, lay)
-	if len(specs) != len(host) {
-		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
-	}
 	mode, err := ParseDType(string(opts.DType))
 	if err != nil {
 		return nil, err
@@ -433,6 +455,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	backend, err := newDevice(opts.Device)
 	if err != nil {
 		return nil, err
+	}
+	lay.inv = newInvariance(opts.Device)
+	specs := weightSpecs(cfg, lay)
+	host = withTiedHead(specs, host)
+	if len(specs) != len(host) {
+		backend.Finalize()
+		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -457,10 +486,10 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
 		}
 		x := host[i]
+		dims := s.graphDims(lay)
 		if s.inOut {
-			x = transpose(x, s.dims[0], s.dims[1])
+			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], dims[0], dims[1])
 		}
-		dims := s.graphDims()
 		switch s.dtype(lay) {
 		case dtypes.Float16:
 			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(x...), dims...))
@@ -595,7 +624,7 @@ func (m *Model) graphFor(k graphKey) (*graph.Graph, error) {
 	var g *graph.Graph
 	var err error
 	if k.Copy {
-		g, err = buildCopy(m.backend, m.cfg, k)
+		g, err = buildCopy(m.backend, m.cfg, m.lay.inv, k)
 	} else {
 		g, err = buildStep(m.backend, m.cfg, m.lay, m.invFreq, k)
 	}

@@ -19,8 +19,12 @@ import (
 // this constant, when they change under the same version.
 //
 // Version 1 is the first fingerprint that names the arithmetic; older
-// fingerprints ("gomlx:float32:sha256:…") have none.
-const NumericsVersion = 1
+// fingerprints ("gomlx:float32:sha256:…") have none. Version 2 makes the
+// pure-Go backend's products batch-invariant (see invariance): small
+// weight matrices are multiplied in whole panels of their contraction and
+// the attention reads caches laid out for it, which changes the last bits
+// of the logits (XLA computes as in version 1).
+const NumericsVersion = 2
 
 // DType is the arithmetic of a native model's matrix products, as --dtype
 // names it (lm-evaluation-harness's dtype, vLLM's --dtype).
