@@ -156,10 +156,14 @@ func (a *stepAttention) invariant(window int, q, kk, vv, ck, cv *Node) (out, new
 		}
 		rows := n * G
 		q3 := v.padRows(Reshape(qj, R*kvH, rows, hdK), 1)
-		scores := v.rowDot(q3, Reshape(kj, R*kvH, hdK, b.keys)) // [R·kvH,rows,keys]
+		scores := v.rowDot(q3, b.keys,
+			func() *Node { return Reshape(kj, R*kvH, hdK, b.keys) },
+			func() *Node { return Reshape(kj, R*kvH, hdK/v.panel, v.panel, b.keys) }) // [R·kvH,rows,keys]
 		mask := v.padRows(Reshape(a.mask(window, j), R*kvH, rows, b.keys), 1)
 		probs := Softmax(Add(MulScalar(scores, a.scale()), mask), -1)
-		o := v.rowDot(probs, Reshape(vj, R*kvH, b.keys, hdV)) // [R·kvH,rows,hdV]
+		o := v.rowDot(probs, hdV,
+			func() *Node { return Reshape(vj, R*kvH, b.keys, hdV) },
+			func() *Node { return Reshape(vj, R*kvH, b.keys/v.panel, v.panel, hdV) }) // [R·kvH,rows,hdV]
 		if o.Shape().Dim(1) != rows || hdV != hd {
 			o = Slice(o, AxisRange(), AxisRange(0, rows), AxisRange(0, hd))
 		}

@@ -65,6 +65,7 @@ func roundUp(n, step int) int {
 // than attending the rest of the cache in place (BenchmarkCPUBenchModel,
 // 270-token prompts, 128 new tokens in a 512-token cache: decode 1.2×
 // faster at batch 1 and 1.45× at batch 8 than with the bucket sliced).
+// The pure-Go backend rounds the bucket further (invariance.keyCount).
 func decodeKeys(n, length int) int {
 	k := min(roundUp(max(n, minCache), blockLength(n)), length)
 	if 2*k > length {

@@ -42,15 +42,25 @@ func (k graphKey) String() string {
 	return fmt.Sprintf("prefill_r%d_c%d_b%d_t%d_k%d_base%d_blk%d_all%v", k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys, k.Base, k.Block, k.All)
 }
 
+// matrix is the parameter of a weight matrix: flat as the product reads
+// it, and, for a small matrix whose contraction is split into panels on
+// the pure-Go backend (weightSpec.panels), the same values held as
+// [panels, panel, out] (nil otherwise), so that no step reshapes a weight:
+// the pure-Go backend's Reshape copies a buffer it does not own, and a
+// weight is never its own.
+type matrix struct{ flat, panels *Node }
+
 // layerParams are the parameter nodes of one decoder block.
 type layerParams struct {
-	inNorm, q, k, v, qBias, kBias, vBias, o, oBias, postNorm, gate, up, gateBias, upBias, down, downBias *Node
+	inNorm, qBias, kBias, vBias, oBias, postNorm, gateBias, upBias, downBias *Node
+	q, k, v, o, gate, up, down                                               matrix
 }
 
 // modelParams are the parameter nodes of the whole model.
 type modelParams struct {
-	embed, finalNorm, lmHead *Node
-	layers                   []layerParams
+	embed, finalNorm *Node
+	lmHead           matrix
+	layers           []layerParams
 }
 
 // weightSpec is one weight tensor in canonical (graph parameter) order.
@@ -66,6 +76,9 @@ type weightSpec struct {
 	// tiedCopy marks the LM head of a model whose head is tied to the
 	// embedding, held as a copy of it (see layout.headInOut).
 	tiedCopy bool
+	// panels marks the second holding of the matrix before it, [panels,
+	// panel, out] (see matrix and invariance.splits).
+	panels bool
 }
 
 // graphDims are the dimensions the weight is held in: a small matrix
@@ -78,6 +91,9 @@ func (s weightSpec) graphDims(lay layout) []int {
 	in, out := s.dims[1], s.dims[0]
 	if lay.inv.smallMatrix(in, out) {
 		in, out = lay.inv.weightDims(in, out)
+	}
+	if s.panels {
+		return []int{in / lay.inv.panel, lay.inv.panel, out}
 	}
 	return []int{in, out}
 }
@@ -170,7 +186,23 @@ func weightSpecs(c Config, lay layout) []weightSpec {
 			specs = append(specs, weightSpec{name: p + "mlp.down_proj.bias", dims: []int{d}})
 		}
 	}
-	return specs
+	return withPanels(specs, lay)
+}
+
+// withPanels adds after every matrix the layout splits into panels
+// (invariance.splits) its second holding (weightSpec.panels).
+func withPanels(specs []weightSpec, lay layout) []weightSpec {
+	out := make([]weightSpec, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, s)
+		if s.inOut && lay.inv.splits(s.dims[1], s.dims[0]) {
+			p := s
+			p.name += " (panels)"
+			p.tiedCopy, p.panels = false, true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // weightParams creates the weight parameters of g in canonical order.
@@ -182,32 +214,39 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 		i++
 		return Parameter(g, s.name, shapes.Make(s.dtype(lay), s.graphDims(lay)...))
 	}
+	mat := func() matrix {
+		m := matrix{flat: next()}
+		if i < len(specs) && specs[i].panels {
+			m.panels = next()
+		}
+		return m
+	}
 	var p modelParams
 	p.embed = next()
 	p.finalNorm = next()
 	if c.TieWordEmbeddings && !lay.headInOut(c) {
-		p.lmHead = p.embed
+		p.lmHead = matrix{flat: p.embed}
 	} else {
-		p.lmHead = next()
+		p.lmHead = mat()
 	}
 	p.layers = make([]layerParams, c.NumLayers)
 	for l := range p.layers {
 		lp := &p.layers[l]
 		lp.inNorm = next()
-		lp.q, lp.k, lp.v = next(), next(), next()
+		lp.q, lp.k, lp.v = mat(), mat(), mat()
 		if lay.qkvBias {
 			lp.qBias, lp.kBias, lp.vBias = next(), next(), next()
 		}
-		lp.o = next()
+		lp.o = mat()
 		if lay.oBias {
 			lp.oBias = next()
 		}
 		lp.postNorm = next()
-		lp.gate, lp.up = next(), next()
+		lp.gate, lp.up = mat(), mat()
 		if lay.mlpBias {
 			lp.gateBias, lp.upBias = next(), next()
 		}
-		lp.down = next()
+		lp.down = mat()
 		if lay.mlpBias {
 			lp.downBias = next()
 		}
@@ -223,7 +262,7 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 // held [in, out] padded to invariance.weightDims and multiplied by
 // invariantLinear, so that each row's result does not depend on the other
 // rows: the tokens of the other samples in the batch.
-func linear(lay layout, x, w, b *Node, inOut bool, out int) *Node {
+func linear(lay layout, x *Node, w matrix, b *Node, inOut bool, out int) *Node {
 	var y *Node
 	wAxis := 1
 	if inOut {
@@ -232,11 +271,11 @@ func linear(lay layout, x, w, b *Node, inOut bool, out int) *Node {
 	switch {
 	case inOut && lay.inv.smallMatrix(x.Shape().Dim(-1), out):
 		y = invariantLinear(lay.inv, x, w, out)
-	case w.DType() != x.DType():
-		y = Dot(ConvertDType(x, w.DType()), w).WithAccumulatorDType(x.DType()).WithOutputDType(x.DType()).
+	case w.flat.DType() != x.DType():
+		y = Dot(ConvertDType(x, w.flat.DType()), w.flat).WithAccumulatorDType(x.DType()).WithOutputDType(x.DType()).
 			General([]int{x.Rank() - 1}, nil, []int{wAxis}, nil)
 	default:
-		y = DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{wAxis}, nil)
+		y = DotGeneral(x, []int{x.Rank() - 1}, nil, w.flat, []int{wAxis}, nil)
 	}
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
@@ -245,18 +284,19 @@ func linear(lay layout, x, w, b *Node, inOut bool, out int) *Node {
 }
 
 // invariantLinear is x·W for W a small matrix held [in, out] padded to
-// v.weightDims: the rows of x (every axis but the last) are flattened,
-// padded with zeros to W's contraction and v.rows, multiplied by rowDot,
-// and the result cut back to the rows and the out columns.
-func invariantLinear(v invariance, x, w *Node, out int) *Node {
+// v.weightDims (and as panels when v.splits): the rows of x (every axis
+// but the last) are flattened, padded with zeros to W's contraction and
+// v.rows, multiplied by rowDot, and the result cut back to the rows and
+// the out columns.
+func invariantLinear(v invariance, x *Node, w matrix, out int) *Node {
 	dims := x.Shape().Dimensions
 	k := dims[len(dims)-1]
 	m := x.Shape().Size() / k
-	x2 := padAxis(v.padRows(Reshape(x, m, k), 0), 1, w.Shape().Dim(0))
-	if w.DType() != x2.DType() {
-		x2 = ConvertDType(x2, w.DType())
+	x2 := padAxis(v.padRows(Reshape(x, m, k), 0), 1, w.flat.Shape().Dim(0))
+	if w.flat.DType() != x2.DType() {
+		x2 = ConvertDType(x2, w.flat.DType())
 	}
-	y := v.rowDot(x2, w)
+	y := v.rowDot(x2, w.flat.Shape().Dim(1), func() *Node { return w.flat }, func() *Node { return w.panels })
 	if y.Shape().Dim(0) != m || y.Shape().Dim(1) != out {
 		y = Slice(y, AxisRange(0, m), AxisRange(0, out))
 	}

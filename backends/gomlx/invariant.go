@@ -24,7 +24,7 @@ import (
 // differed by up to 8e-6 in float32, and in bfloat16 greedy tokens parted.
 //
 // What the kernels do (TestRowDotInvariant checks it on every kernel
-// family, in float32 and bfloat16):
+// family, in float32, bfloat16 and float16):
 //   - the large kernel sums each output over the contraction in panels of
 //     PanelContractingSize values (128 on AVX-512 and AVX2, 512 on the
 //     portable kernels), one multiply-add after another within a panel,
@@ -42,18 +42,19 @@ import (
 //     along vector lanes and never equals the large kernel.
 //
 // So on the pure-Go backend (invariance.on) every product that can run
-// either kernel is written in the non-transposed layout with a
-// contraction of at most one panel per product: a longer contraction is
-// split into panel-long products batched over the panels and summed in
-// order (ReduceSum adds them one after another, as the large kernel
-// does), unless the product is large anyway, whatever its rows (then the
-// large kernel runs it and sums the same panels in the same order). Small
-// weight matrices are held padded to widths the kernels agree on
-// (weightDims), the attention keys are counted in steps that keep panels
-// whole (keyCount), the value cache's head is padded likewise
-// (valueWidth), and the portable kernels' products get rows in multiples
-// of 3. Products that are large for any row count (K·N of a weight ≥ 4Mi)
-// are unchanged. XLA (invariance.on false) computes as before.
+// either kernel is written in the non-transposed layout (rowDot): when
+// the product is large at its row count, as one product, whose large
+// kernel sums panels in order; when it is small, with its contraction
+// split into panels, one product per panel (batched over the panels,
+// where each kernel sums a panel in order) summed in order by ReduceSum,
+// which adds them one after another as the large kernel does. Small
+// weight matrices are held [in, out], padded to widths the kernels agree
+// on (weightDims), and, when their contraction splits, held a second time
+// as panels (see matrix); the attention keys are counted in steps that
+// keep panels whole (keyCount); a narrow value head is padded
+// (valueWidth); the portable kernels' products get rows in multiples of
+// 3. Weights that are large for any row count (K·N ≥ 4Mi) are multiplied
+// as before. XLA (invariance.on false) computes as before.
 
 const (
 	// smallProduct is gomlx/compute v0.1.3's noSIMDSmallMatMulSizeThreshold:
@@ -117,6 +118,13 @@ func (v invariance) contraction(k int) int {
 	return roundUp(k, v.panel)
 }
 
+// splits reports whether a k×n weight matrix is small and its
+// contraction longer than one panel: rowDot then splits it into panels
+// when its rows are few, and the model holds it twice (see matrix).
+func (v invariance) splits(k, n int) bool {
+	return v.smallMatrix(k, n) && k > v.panel
+}
+
 // weightCols is the width a small weight matrix of n columns is held in:
 // a multiple of 32 of at least 64, so that the small kernel's vector loop
 // covers every column in float32, bfloat16 and float16.
@@ -145,7 +153,7 @@ func (v invariance) keyCount(k, length int) int {
 	return min(roundUp(k, v.panel), length)
 }
 
-// headWidth is the width the value cache holds each head's hd values in
+// valueWidth is the width the value cache holds each head's hd values in
 // (the columns of the attention's value product, float32): hd when it is
 // a multiple of 16 above 16, else padded to one.
 func (v invariance) valueWidth(hd int) int {
@@ -188,7 +196,7 @@ func padAxis(x *Node, axis, n int) *Node {
 	return Pad(x, ScalarZero(x.Graph(), x.DType()), cfg...)
 }
 
-// large reports whether every kernel family runs a [batch×]m×k·k×n
+// large reports whether this kernel family runs a [batch×]m×k·k×n
 // product with its large kernel.
 func (v invariance) large(batch, m, k, n int) bool {
 	if v.batchCounts {
@@ -203,19 +211,22 @@ func (v invariance) large(batch, m, k, n int) bool {
 // lhs (and on rhs), whatever M and B, when the caller meets the layout's
 // rules: K at most one panel or a whole number of panels, N a width the
 // kernels agree on (weightCols; keyCount's or valueWidth's in float32),
-// and M a multiple of v.rows.
-func (v invariance) rowDot(lhs, rhs *Node) *Node {
+// and M a multiple of v.rows. rhs returns the right operand as above,
+// panels the same values as [P,panel,N] (or [B,P,panel,N]); only the one
+// the product uses is called, so that neither is built (a reshape of a
+// buffer the step does not own is a copy) when not needed.
+func (v invariance) rowDot(lhs *Node, n int, rhs, panels func() *Node) *Node {
 	batched := lhs.Rank() == 3
 	b := 1
 	if batched {
 		b = lhs.Shape().Dim(0)
 	}
-	m, k, n := lhs.Shape().Dim(-2), lhs.Shape().Dim(-1), rhs.Shape().Dim(-1)
+	m, k := lhs.Shape().Dim(-2), lhs.Shape().Dim(-1)
 	if k <= v.panel || v.large(b, m, k, n) {
 		if batched {
-			return dotF32(lhs, []int{2}, []int{0}, rhs, []int{1}, []int{0})
+			return dotF32(lhs, []int{2}, []int{0}, rhs(), []int{1}, []int{0})
 		}
-		return dotF32(lhs, []int{1}, nil, rhs, []int{0}, nil)
+		return dotF32(lhs, []int{1}, nil, rhs(), []int{0}, nil)
 	}
 	if k%v.panel != 0 {
 		panic(fmt.Sprintf("rowDot: contraction %d is not a whole number of %d-panels", k, v.panel))
@@ -223,12 +234,10 @@ func (v invariance) rowDot(lhs, rhs *Node) *Node {
 	p := k / v.panel
 	if !batched {
 		l := TransposeAllAxes(Reshape(lhs, m, p, v.panel), 1, 0, 2) // [P,M,panel]
-		r := Reshape(rhs, p, v.panel, n)                            // [P,panel,N]
-		return ReduceSum(dotF32(l, []int{2}, []int{0}, r, []int{1}, []int{0}), 0)
+		return ReduceSum(dotF32(l, []int{2}, []int{0}, panels(), []int{1}, []int{0}), 0)
 	}
 	l := TransposeAllAxes(Reshape(lhs, b, m, p, v.panel), 0, 2, 1, 3) // [B,P,M,panel]
-	r := Reshape(rhs, b, p, v.panel, n)                               // [B,P,panel,N]
-	return ReduceSum(dotF32(l, []int{3}, []int{0, 1}, r, []int{2}, []int{0, 1}), 1)
+	return ReduceSum(dotF32(l, []int{3}, []int{0, 1}, panels(), []int{2}, []int{0, 1}), 1)
 }
 
 // dotF32 is DotGeneral with a float32 result: half-precision operands

@@ -103,6 +103,8 @@ func TestRowDotInvariant(t *testing.T) {
 				spec := weightSpec{dims: []int{n, k}, matrix: true, inOut: true}
 				dims := spec.graphDims(lay)
 				held := padMatrix(transpose(w, n, k), k, n, dims[0], dims[1])
+				spec.panels = true
+				pdims := spec.graphDims(lay)
 				maxRows := rowCounts[len(rowCounts)-1]
 				if !inv.smallMatrix(k, n) {
 					maxRows = 9 // large whatever the rows
@@ -111,11 +113,18 @@ func TestRowDotInvariant(t *testing.T) {
 				}
 				x := normals(rng, maxRows*k)
 				product := func(m int) []float32 {
+					inputs := []*tensors.Tensor{tensors.FromFlatDataAndDimensions(x[:m*k], m, k), halfTensor(held, dt, dims...)}
+					if inv.splits(k, n) {
+						inputs = append(inputs, halfTensor(held, dt, pdims...))
+					}
 					return runGraph(t, func(g *Graph) *Node {
 						xp := Parameter(g, "x", shapes.Make(dtypes.Float32, m, k))
-						wp := Parameter(g, "w", shapes.Make(dt, dims...))
-						return linear(lay, xp, wp, nil, true, n)
-					}, tensors.FromFlatDataAndDimensions(x[:m*k], m, k), halfTensor(held, dt, dims...))
+						w := matrix{flat: Parameter(g, "w", shapes.Make(dt, dims...))}
+						if inv.splits(k, n) {
+							w.panels = Parameter(g, "wp", shapes.Make(dt, pdims...))
+						}
+						return linear(lay, xp, w, nil, true, n)
+					}, inputs...)
 				}
 				want := product(maxRows)
 				for _, m := range append(rowCounts, maxRows-1) {
@@ -143,7 +152,8 @@ func TestRowDotInvariant(t *testing.T) {
 				return runGraph(t, func(g *Graph) *Node {
 					lp := Parameter(g, "l", shapes.Make(dtypes.Float32, b, m, k))
 					rp := Parameter(g, "r", shapes.Make(dtypes.Float32, b, k, n))
-					y := inv.rowDot(inv.padRows(lp, 1), rp)
+					y := inv.rowDot(inv.padRows(lp, 1), n, func() *Node { return rp },
+						func() *Node { return Reshape(rp, b, k/inv.panel, inv.panel, n) })
 					return Slice(y, AxisRange(0, 1), AxisRange(0, 1)) // entry 0, row 0
 				}, tensors.FromFlatDataAndDimensions(l, b, m, k), tensors.FromFlatDataAndDimensions(rhs[:b*k*n], b, k, n))
 			}

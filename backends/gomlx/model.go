@@ -421,13 +421,19 @@ func transpose(x []float32, rows, cols int) []float32 {
 	return out
 }
 
-// withTiedHead returns host with, where specs hold a tied LM head's copy
-// (weightSpec.tiedCopy), a copy of the embedding (host[0]) inserted: the
-// loaders read the file's tensors, which hold it once.
-func withTiedHead(specs []weightSpec, host [][]float32) [][]float32 {
+// withDerived returns host with the weights the model holds beyond the
+// file's tensors inserted where specs have them: a tied LM head's copy
+// (weightSpec.tiedCopy) is the embedding, host[0]; a matrix's panels
+// (weightSpec.panels) are the same values as the matrix before them.
+func withDerived(specs []weightSpec, host [][]float32) [][]float32 {
 	for i, s := range specs {
-		if s.tiedCopy && i <= len(host) {
+		switch {
+		case i > len(host):
+			return host
+		case s.tiedCopy:
 			host = slices.Insert(host, i, slices.Clone(host[0]))
+		case s.panels && i > 0:
+			host = slices.Insert(host, i, host[i-1])
 		}
 	}
 	return host
@@ -458,7 +464,7 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	}
 	lay.inv = newInvariance(opts.Device)
 	specs := weightSpecs(cfg, lay)
-	host = withTiedHead(specs, host)
+	host = withDerived(specs, host)
 	if len(specs) != len(host) {
 		backend.Finalize()
 		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
@@ -477,6 +483,7 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	if isXLA(opts.Device) {
 		m.device = "xla"
 	}
+	var held []float32 // the last weight as held, for its panels
 	for i, s := range specs {
 		n := 1
 		for _, d := range s.dims {
@@ -487,9 +494,16 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		}
 		x := host[i]
 		dims := s.graphDims(lay)
-		if s.inOut {
-			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], dims[0], dims[1])
+		switch {
+		case s.panels && i > 0 && specs[i-1].inOut:
+			x = held // the matrix before, [in, out] row-major: [panels, panel, out]
+		case s.inOut:
+			flat := s
+			flat.panels = false
+			fd := flat.graphDims(lay)
+			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], fd[0], fd[1])
 		}
+		held = x
 		switch s.dtype(lay) {
 		case dtypes.Float16:
 			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(x...), dims...))
