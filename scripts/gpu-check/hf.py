@@ -147,11 +147,22 @@ class FirstTokenClock:
 def load(torch, model_dir):
     from transformers import AutoModelForCausalLM
 
-    kw = dict(attn_implementation="sdpa")
-    try:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16, device_map="cuda", **kw)
-    except TypeError:  # transformers before 4.56 names it torch_dtype
-        model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16, **kw).to("cuda")
+    # Straight onto the GPU (device_map needs accelerate); else through the
+    # CPU; transformers before 4.56 names dtype torch_dtype.
+    tries = (dict(dtype=torch.bfloat16, device_map="cuda"), dict(dtype=torch.bfloat16),
+             dict(torch_dtype=torch.bfloat16))
+    failures = []
+    model = None
+    for kw in tries:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa", **kw)
+            break
+        except Exception as e:
+            failures.append("%s: %r" % (sorted(kw), e))
+    if model is None:
+        raise RuntimeError("from_pretrained failed: " + "; ".join(failures))
+    if model.device.type != "cuda":
+        model = model.to("cuda")
     model.eval()
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0

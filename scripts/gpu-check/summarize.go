@@ -304,10 +304,11 @@ func decodeRoofline(r benchRow, d deviceInfo) float64 {
 
 // prefillShare is the prefill's useful FLOPs (the products of every
 // prompt token, causal attention, one position's logits per row) per second
-// over the device's bf16 peak (-1: not computable).
+// over the device's bf16 peak (-1: not computable; runs in waves put a
+// wave's decode inside the prefill time).
 func prefillShare(r benchRow, d deviceInfo) float64 {
 	f, ok := figures(r)
-	if !ok || r.PrefillSeconds <= 0 {
+	if !ok || r.PrefillSeconds <= 0 || r.Rows != r.Batch {
 		return -1
 	}
 	t := float64(r.Prompt)
@@ -504,6 +505,9 @@ func markdown(s *summary) string {
 				engine += " (" + r.Cache + ")"
 			}
 			note := r.Error + r.Skipped
+			if r.Rows > 0 && r.Rows < r.Batch {
+				note += fmt.Sprintf(" the plan holds %d rows: the prompts ran in waves, so prefill and decode times mix", r.Rows)
+			}
 			if r.TimedCompilations > 0 {
 				note += fmt.Sprintf(" %d compilations in the timed run", r.TimedCompilations)
 			}

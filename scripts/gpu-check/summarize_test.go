@@ -109,7 +109,7 @@ func TestRooflines(t *testing.T) {
 	}
 	// 4,096 tokens through 6.98e9 parameters of products and causal
 	// attention: about 60 TFLOP.
-	p := benchRow{Engine: "tally", Model: "llama-8b", Batch: 1, Prompt: 4096, PrefillSeconds: 1}
+	p := benchRow{Engine: "tally", Model: "llama-8b", Batch: 1, Rows: 1, Prompt: 4096, PrefillSeconds: 1}
 	if f := prefillShare(p, d) * d.BF16TFLOPs; f < 58 || f > 62 {
 		t.Errorf("8B prefill of 4,096 tokens: %.1f TFLOP, want about 60", f)
 	}
