@@ -124,7 +124,6 @@ export SHARED=${SHARED:-}
 export FIXTURES=$SHARED/fixtures/models
 export TOKENIZER=$SHARED/fixtures/tokenizers/llama3/tokenizer.json.gz
 export DROP=$SHARED/data/drop/drop_dataset_dev.subset.json
-[[ -n $SHARED ]] || log "no reference set (fixtures/models) found: parity, weights and drop will fail"
 
 # --- the GPU: the plugin, XLA's CUDA folder, the free memory --------------
 find_plugin() {
@@ -160,6 +159,8 @@ find_cuda_dir() {
 	return 1
 }
 SETUP_NOTE=
+[[ -n $SHARED ]] || SETUP_NOTE+="no reference set (fixtures/models) in SHARED, dist/shared, shared or ../shared: parity, weights and drop fail; "
+"$TALLY" version >/dev/null 2>&1 || SETUP_NOTE+="$TALLY does not run here ($(ldd "$TALLY" 2>&1 | grep -m1 'not found\|GLIBC' || echo 'see its log')); "
 if [[ $DEVICE == cuda ]]; then
 	PLUGIN=$(find_plugin) || { PLUGIN=; SETUP_NOTE+="no PJRT CUDA plugin found (set XLA_PLUGIN); "; }
 	CUDA_DIR=$(find_cuda_dir) || { CUDA_DIR=/usr/local/cuda; SETUP_NOTE+="no folder with bin/ptxas and nvvm/libdevice found (set CUDA_DATA_DIR); "; }
@@ -193,6 +194,15 @@ fi
 	echo "work=$WORK"
 } >"$RES/env.txt"
 [[ -n $SETUP_NOTE ]] && log "setup: $SETUP_NOTE"
+# The setup is the first row of the steps table.
+setup_status=ok
+[[ -n $SETUP_NOTE ]] && setup_status=failed
+if ! "$GC" step -name setup -status "$setup_status" -note "${SETUP_NOTE:-binaries, reference set and GPU settings found}" \
+	-out "$WORK/steps/00-setup.json"; then
+	log "the gpu-check binary does not run here:"
+	ldd "$GC" >&2
+	exit 2
+fi
 
 # --- the steps -----------------------------------------------------------
 do_device() {
@@ -314,4 +324,5 @@ if [[ -f $OUT/gpu-check.md ]]; then
 	sed -n '1,/^## Setup/p' "$OUT/gpu-check.md" | sed '$d' # the targets and steps again, last
 fi
 log "wrote $OUT/gpu-check.md, $OUT/gpu-check.json, $OUT/gpu-check-logs.tar.gz in $(($(date +%s) - T0))s"
+[[ $setup_status == ok ]] || FAILED=1
 exit $FAILED

@@ -85,7 +85,7 @@ func TestGPUCheckDryRun(t *testing.T) {
 		status[st.Name] = st.Status
 	}
 	torch := exec.Command("python3", "-c", "import torch; assert torch.cuda.is_available()").Run() == nil
-	for _, name := range strings.Split("device,parity,weights-1b,drop,bench-1b-tally,bench-1b-hf,weights-8b,bench-8b-tally,bench-8b-hf,long", ",") {
+	for _, name := range strings.Split("setup,device,parity,weights-1b,drop,bench-1b-tally,bench-1b-hf,weights-8b,bench-8b-tally,bench-8b-hf,long", ",") {
 		want := "ok"
 		if !torch && (name == "device" || strings.HasSuffix(name, "-hf")) {
 			want = "skipped"
