@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tally/backends"
+	"tally/internal/redact"
 	"tally/scoring/stats"
 	"tally/store"
 )
@@ -222,15 +223,19 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		}
 	}()
 	var runErr error
+	// The claims are released and the worker's end recorded even when
+	// interrupted, within store.CommitGrace of the signal.
+	cleanup, endCleanup := store.WithGrace(ctx)
 	defer func() {
 		stopRenew()
 		<-renewed
-		st.Release(context.Background(), opt.Owner, nil)
+		st.Release(cleanup, opt.Owner, nil)
 		status := store.WorkerDone
 		if runErr != nil {
 			status = store.WorkerStopped
 		}
-		st.EndWorker(context.Background(), opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		st.EndWorker(cleanup, opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		endCleanup()
 	}()
 
 	ctxLen := be.ContextLength()
@@ -466,7 +471,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	tp, _ := opt.Progress.(TokenProgress)
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
-	go func() { written <- writeResults(st, results, opt) }()
+	// Finished work is committed even when interrupted (within
+	// store.CommitGrace of the signal); once a commit fails, generating
+	// more that cannot be stored stops.
+	wctx, endWrites := store.WithGrace(ctx)
+	defer endWrites()
+	gctx, stopGen := context.WithCancelCause(ctx)
+	defer stopGen(nil)
+	go func() { written <- writeResults(wctx, st, results, opt, stopGen) }()
 
 	reqs := make([]backends.Request, len(work))
 	states := make([]*reqState, len(work))
@@ -552,12 +564,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	}
 	var genErr error
 	if len(reqs) > 0 {
-		genErr = be.Generate(ctx, reqs, sink)
+		genErr = be.Generate(gctx, reqs, sink)
 	}
 	close(results)
 	wo := <-written
 	sum.Unscorable = append(sum.Unscorable, wo.unscorable...)
-	if genErr == nil {
+	if genErr == nil || (wo.err != nil && ctx.Err() == nil) {
+		// Not interrupted: generation ended, or was stopped because
+		// nothing more could be stored.
 		genErr = ctx.Err()
 	}
 	return errors.Join(wo.err, genErr)
@@ -598,7 +612,7 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 		g.Continued = it.Stored.Continued + 1
 	}
 	if ev.Err != nil {
-		g.Error = ev.Err.Error()
+		g.Error = redact.String(ev.Err.Error())
 	}
 	stops := struct {
 		Settings []StopSetting    `json:"settings"`
@@ -637,10 +651,11 @@ type writeOutcome struct {
 	unscorable []string
 }
 
-func writeResults(st *store.Store, results <-chan result, opt Options) writeOutcome {
-	// Commits use a context of their own: on Ctrl-C the finished work is
-	// still written.
-	ctx := context.Background()
+// writeResults commits the results as they come, in portions, until the
+// channel is closed; ctx outlives an interrupt by store.CommitGrace, so
+// that finished work is still written. The first failed commit is passed
+// to fail (and reported once the results are drained).
+func writeResults(ctx context.Context, st *store.Store, results <-chan result, opt Options, fail func(error)) writeOutcome {
 	var gens []store.Generation
 	var scores []store.Score
 	var firstErr error
@@ -653,6 +668,7 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 		// them from the store.
 		if err := st.CommitGenerations(ctx, opt.Owner, gens, scores); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("store generations: %w", err)
+			fail(firstErr)
 		}
 		gens, scores = gens[:0], scores[:0]
 	}

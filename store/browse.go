@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tally/internal/redact"
 )
 
 // This file holds the read-only queries that browse a store as a whole
@@ -488,7 +490,7 @@ func (s *Store) ReadGenerationsOf(ctx context.Context, f Filter) (map[string]Gen
 			&g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
 			return nil, fmt.Errorf("read generations: %w", err)
 		}
-		g.Stops = json.RawMessage(stops)
+		g.Stops, g.Error = json.RawMessage(stops), redact.String(g.Error)
 		out[g.Key] = g
 	}
 	return out, rows.Err()

@@ -105,7 +105,7 @@ const pgClaimLock int32 = 0x7a11
 func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
 	q := s.db.eng.rebind(pgClaimSQL(unstored))
-	err := s.db.eng.retry(ctx, func() error {
+	err := s.db.retry(ctx, func() error {
 		rows, err := s.db.DB.QueryContext(ctx, q, pgClaimArgs(owner, keys, limit, lease)...)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func (s *Store) pgClaimRead(ctx context.Context, owner string, keys []string, li
 	readQ := `SELECT ` + generationCols + ` FROM generations WHERE key IN (SELECT unnest($1::text[]))`
 	var res ClaimResult
 	var gens map[string]Generation
-	err := s.db.eng.retry(ctx, func() error {
+	err := s.db.retry(ctx, func() error {
 		c, err := s.db.DB.Conn(ctx)
 		if err != nil {
 			return err

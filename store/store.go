@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"tally/internal/redact"
 )
 
 // migrations are applied in order; PRAGMA user_version records how many
@@ -301,20 +303,25 @@ type Sample struct {
 
 // PutSamples inserts or replaces samples in one transaction.
 func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
-	return s.tx(ctx, func(tx *txn) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
-			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, x := range samples {
-			if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
-				return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
-			}
-		}
+	return s.tx(ctx, func(tx *txn) error { return putSamples(ctx, tx, samples) })
+}
+
+func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
+	if len(samples) == 0 {
 		return nil
-	})
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+		ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, x := range samples {
+		if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+			return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
+		}
+	}
+	return nil
 }
 
 // Samples returns the stored samples of a task, by id.
@@ -409,6 +416,7 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 // together.
 func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Generation, scores []Score) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	gens = redactErrors(gens)
 	release := func(tx *txn) error {
 		if owner == "" || len(gens) == 0 {
 			return nil
@@ -426,26 +434,43 @@ func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Gene
 		if err := release(tx); err != nil {
 			return err
 		}
-		gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
-			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-			ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
-			offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
-			stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
-			gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
-		if err != nil {
+		if err := putGenerations(ctx, tx, gens, now); err != nil {
 			return err
-		}
-		defer gst.Close()
-		for _, g := range gens {
-			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
-				packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
-				g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
-				return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
-			}
 		}
 		return putScores(ctx, tx, scores)
 	})
+}
+
+// putGenerations upserts generations by key in tx (stamped updated_at now).
+func putGenerations(ctx context.Context, tx *txn, gens []Generation, now string) error {
+	if len(gens) == 0 {
+		return nil
+	}
+	if tx.eng == postgresEngine {
+		if _, err := tx.ExecContext(ctx, pgGenerationsSQL, pgGenerationArgs(gens, now)...); err != nil {
+			return fmt.Errorf("store %d generations: %w", len(gens), err)
+		}
+		return nil
+	}
+	gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
+		(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
+		offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
+		stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
+		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+	if err != nil {
+		return err
+	}
+	defer gst.Close()
+	for _, g := range gens {
+		if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
+			packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
+			g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
+			return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
+		}
+	}
+	return nil
 }
 
 // PutScores writes scores in one transaction. The scores of each
@@ -615,7 +640,7 @@ func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Gener
 	if !want[g.Key] {
 		return g, false, nil
 	}
-	g.Text, g.Imported = string(text), imported != 0
+	g.Text, g.Imported, g.Error = string(text), imported != 0, redact.String(g.Error)
 	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
 	return g, true, nil
 }
@@ -789,7 +814,7 @@ func (s *Store) Runs(ctx context.Context) ([]Run, error) {
 // tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
 // lost connection or server is run again from its start.
 func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
-	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+	return s.db.retry(ctx, func() error { return s.tx1(ctx, f) })
 }
 
 func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {

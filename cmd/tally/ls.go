@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/generate"
+	"tally/report"
 	"tally/store"
 )
 
@@ -62,15 +63,20 @@ func newLsCmd() *cobra.Command {
 // printInventory writes the inventory as three tables: models and their
 // last runs, generations per task, scores per setting.
 func printInventory(w io.Writer, inv *store.Inventory) error {
+	// A chat run is labelled so: one model's chat and raw runs are two
+	// fingerprints that would otherwise read alike.
+	model := func(fp string) string {
+		return report.ModelLabel(inv.Models[fp], report.IsChatFingerprint(fp) || report.RunChat(inv.LastRun[fp].Config))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tFINGERPRINT\tLAST RUN\tCOMMAND\tSTATUS\tCONFIG")
 	fps := make([]string, 0, len(inv.Models))
 	for fp := range inv.Models {
 		fps = append(fps, fp)
 	}
-	slices.SortFunc(fps, func(a, b string) int { return cmp.Or(cmp.Compare(inv.Models[a], inv.Models[b]), cmp.Compare(a, b)) })
+	slices.SortFunc(fps, func(a, b string) int { return cmp.Or(cmp.Compare(model(a), model(b)), cmp.Compare(a, b)) })
 	for _, fp := range fps {
-		m := inv.Models[fp]
+		m := model(fp)
 		r, ok := inv.LastRun[fp]
 		if !ok {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", m, short(fp))
@@ -81,7 +87,7 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
 	for _, t := range inv.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", inv.Models[t.Fingerprint], t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", model(t.Fingerprint), t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSETTING\tBUDGET\tSCORED\tMETRICS")
@@ -90,7 +96,7 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		if c.SettingKey != "" {
 			set.Seqs = strings.Split(c.SettingKey, "\x00")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", inv.Models[c.Fingerprint], c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", model(c.Fingerprint), c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
 	}
 	return tw.Flush()
 }

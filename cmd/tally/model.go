@@ -136,23 +136,33 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 
 // useChatTemplate gives a native model its own chat template.
 func useChatTemplate(m *gomlx.Model, spec string, systems chattemplate.Systems) error {
-	if src, bos, eos := m.ChatTemplate(); src != "" {
-		tmpl, err := chattemplate.New(src, bos, eos)
-		if err != nil {
-			return fmt.Errorf("chat template of %s: %w", spec, err)
-		}
-		return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
-	}
-	if _, manifest, _ := gomlx.OllamaModelBlob(spec); manifest || gomlx.IsGGUF(spec) {
-		return fmt.Errorf("chat template: %s carries no tokenizer.chat_template", spec)
-	}
-	dir, err := gomlx.ResolveModelDir(spec)
+	tmpl, err := nativeChatTemplate(m, spec)
 	if err != nil {
 		return err
 	}
+	return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
+}
+
+// nativeChatTemplate is a native model's own chat template: the one its
+// GGUF file carries, else its directory's tokenizer config's.
+func nativeChatTemplate(m *gomlx.Model, spec string) (*chattemplate.Template, error) {
+	if src, bos, eos := m.ChatTemplate(); src != "" {
+		tmpl, err := chattemplate.New(src, bos, eos)
+		if err != nil {
+			return nil, fmt.Errorf("chat template of %s: %w", spec, err)
+		}
+		return tmpl, nil
+	}
+	if _, manifest, _ := gomlx.OllamaModelBlob(spec); manifest || gomlx.IsGGUF(spec) {
+		return nil, fmt.Errorf("chat template: %s carries no tokenizer.chat_template", spec)
+	}
+	dir, err := gomlx.ResolveModelDir(spec)
+	if err != nil {
+		return nil, err
+	}
 	tmpl, err := chattemplate.Load(dir)
 	if err != nil {
-		return fmt.Errorf("chat template: %w", err)
+		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	return m.UseChatTemplate(chattemplate.Prompter{Template: tmpl, Systems: systems}.Render)
+	return tmpl, nil
 }

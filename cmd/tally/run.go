@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -150,6 +151,9 @@ type session struct {
 	be    backends.Backend
 	jobs  []*generate.Job
 	cfgs  []*tasks.Config
+	// totals is, per task, the number of samples in its data before
+	// --limit or --samples.
+	totals map[string]int
 }
 
 func (f *runFlags) settings() ([]generate.StopSetting, error) {
@@ -162,6 +166,9 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 		}
 		if seen[s.Name] {
 			return nil, fmt.Errorf("stop setting %q given twice", s.Name)
+		}
+		if strings.ContainsAny(s.Name, "/\\") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "." || s.Name == ".." {
+			return nil, fmt.Errorf("--stop %q: a setting name may not hold a path separator or a control character, or be . or ..", a)
 		}
 		seen[s.Name] = true
 		out = append(out, s)
@@ -181,47 +188,49 @@ func (f *runFlags) setArgs() []string {
 func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
 
 // loadJobs resolves tasks and loads their samples; no model is needed.
-func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
+// totals is, per task, the number of samples in its data before --limit
+// or --samples.
+func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tasks.Config, totals map[string]int, err error) {
 	if err := f.validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops, err := f.settings()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(f.tasks) == 0 {
-		return nil, nil, fmt.Errorf("no tasks: pass --tasks")
+		return nil, nil, nil, fmt.Errorf("no tasks: pass --tasks")
 	}
 	if f.data != "" && len(f.tasks) > 1 {
-		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+		return nil, nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
 	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+			return nil, nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
 		}
 		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
-			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
+			return nil, nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
-	var jobs []*generate.Job
-	var cfgs []*tasks.Config
+	totals = map[string]int{}
 	found := map[string]bool{}
 	var resolved []*tasks.Config
 	for _, spec := range f.tasks {
 		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		resolved = append(resolved, cs...)
 	}
 	for _, cfg := range resolved {
 		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		totals[cfg.Task] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
@@ -229,7 +238,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 			found[s.ID] = true
 		}
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
 		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
@@ -246,14 +255,14 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
+		return nil, nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
 	}
 	for _, j := range jobs {
 		if len(j.Samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
 		}
 	}
-	return jobs, cfgs, nil
+	return jobs, cfgs, totals, nil
 }
 
 // open sets up a session. A read-only session opens an existing store for
@@ -262,7 +271,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: pass --model")
 	}
-	jobs, cfgs, err := f.loadJobs(stderr)
+	jobs, cfgs, totals, err := f.loadJobs(stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +279,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs, totals: totals}, nil
 }
 
 // openStoreAndModel opens the store (read-only: an existing one only) and
@@ -409,13 +418,16 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be), "chat": s.chat()})
 	host, _ := os.Hostname()
+	started := time.Now()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
 		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
 	if err != nil {
 		return err
 	}
+	finishCtx, endFinish := store.WithGrace(ctx)
+	defer endFinish()
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
@@ -428,9 +440,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		status = "interrupted"
 	}
 	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, with a context that is
-	// not cancelled.
-	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
+	// Record the run's end even when interrupted, within
+	// store.CommitGrace of the signal.
+	if err := s.st.FinishRun(finishCtx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
 		execErr = err
 	}
 	if execErr != nil {
@@ -455,8 +467,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
+	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: plan, Results: res}}
+	ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
+	if err != nil {
+		return err
+	}
+	sum.Scores, sum.Counts = figures(ds)
+	sum.FailedSamples = generate.FailedAsZero
+	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
 		return err
 	}
 	exit := failedExit(res)
@@ -478,7 +496,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
-	printScores(stdout, s.jobs, res)
+	printRows(stdout, ds)
 	if name == "demo" {
 		for _, j := range s.jobs {
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
@@ -543,36 +561,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn\tfailed")
-	means := res.Means()
-	anyFailed := false
-	for _, j := range jobs {
-		for _, set := range j.Settings {
-			for _, m := range res.Metrics(j.Task) {
-				xs := res[j.Task][set.Name][m]
-				failed := 0
-				for _, x := range xs {
-					if x.Failed != "" {
-						failed++
-					}
-				}
-				anyFailed = anyFailed || failed > 0
-				mean := "n/a"
-				if v, ok := means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
-					mean = fmt.Sprintf("%.4f", float64(v))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, len(xs), failed)
-			}
-		}
-	}
-	tw.Flush()
-	if anyFailed {
-		fmt.Fprintln(w, "note: "+report.FailedNote)
-	}
 }
 
 func backendStats(be backends.Backend) any {
@@ -822,24 +810,31 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 func newRescoreCmd() *cobra.Command {
 	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
 		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
+			started := time.Now()
 			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
 			if err != nil {
 				return fmt.Errorf("rescore: %w", err)
 			}
 			warnUnscorable(stderr, rep.Unscorable)
 			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
+			runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: p, Results: res}}
+			ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
+			if err != nil {
+				return err
+			}
+			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
 				return err
 			}
 			if f.json {
-				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
-					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {
+				means, counts := figures(ds)
+				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": means,
+					"counts": counts, "failed_samples": generate.FailedAsZero}); err != nil {
 					return err
 				}
 				return failedExit(res)
 			}
 			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
-			printScores(stdout, s.jobs, res)
+			printRows(stdout, ds)
 			return failedExit(res)
 		})
 }
