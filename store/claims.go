@@ -392,14 +392,14 @@ func (s *Store) Renew(ctx context.Context, owner string, lease time.Duration) er
 func (s *Store) Release(ctx context.Context, owner string, keys []string) error {
 	if keys == nil {
 		if _, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=?`, owner); err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release claims: %w", s.named(err))
 		}
 		return nil
 	}
 	if s.db.eng == postgresEngine {
 		_, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (SELECT unnest(?::text[]))`, owner, keys)
 		if err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release claims: %w", s.named(err))
 		}
 		return nil
 	}
@@ -431,7 +431,7 @@ func releaseIn(ctx context.Context, tx *txn, owner string, keys []string) error 
 // but what tally ls shows.
 func (s *Store) PruneClaims(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE expires_at <= `+s.db.eng.nowMS()); err != nil {
-		return fmt.Errorf("prune expired claims: %w", err)
+		return fmt.Errorf("prune expired claims: %w", s.named(err))
 	}
 	return nil
 }

@@ -97,6 +97,8 @@ var pgMigrations = []string{
 		heartbeat_at BIGINT NOT NULL,
 		generated BIGINT NOT NULL DEFAULT 0
 	);`,
+	`ALTER TABLE runs ADD COLUMN heartbeat_at BIGINT;
+	ALTER TABLE runs ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // pgLockID is the advisory lock that serialises migrations across every

@@ -381,7 +381,8 @@ type slotState struct {
 // finished row's slot is prefilled with the next waiting request). Each new
 // token is one event (Text from the incremental decoder, IDs the token). An
 // EOS id ends the row with Finish "eos" and is not reported as a token; the
-// budget gives "length"; the sink returning false, or a StopHint appearing
+// budget gives "length", or "context-full" where the budget was capped to
+// the context's room after the prompt (and prefix); the sink returning false, or a StopHint appearing
 // in the text, gives "stop". PromptTokens is len(PromptIDs) and GenTokens
 // the tokens reported in this call (Prefix excluded). Requests with the
 // same ShareKey prefill their common prefix once (see sharer; off with
@@ -467,7 +468,11 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			return false
 		}
 		if s.gen >= s.job.budget {
-			finish(i, backends.FinishLength, nil)
+			reason := backends.FinishLength
+			if len(s.job.seq)+s.gen >= m.ctxLen {
+				reason = backends.FinishContextFull
+			}
+			finish(i, reason, nil)
 			return false
 		}
 		s.next = id
@@ -603,8 +608,13 @@ func (m *Model) admit(r backends.Request) (*job, *backends.Event) {
 	if err := m.checkIDs(seq); err != nil {
 		return fail(backends.FinishError, err)
 	}
+	if len(ids) >= m.ctxLen {
+		return fail(backends.FinishContext, fmt.Errorf("%w: %d prompt tokens, context %d", backends.ErrContextOverflow, len(ids), m.ctxLen))
+	}
 	if len(seq) >= m.ctxLen {
-		return fail(backends.FinishContext, fmt.Errorf("%w: %d prompt tokens, context %d", backends.ErrContextOverflow, len(seq), m.ctxLen))
+		// The prompt fits, and the output to continue already fills the
+		// context: it is complete, not failed.
+		return fail(backends.FinishContextFull, nil)
 	}
 	if r.MaxTokens <= 0 {
 		return fail(backends.FinishLength, nil)

@@ -111,7 +111,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 				return err
 			}
 			for _, r := range runs {
-				if err := failedExit(r.Results); err != nil {
+				if err := failedExit(r.Results.Failures()); err != nil {
 					return err
 				}
 			}

@@ -19,12 +19,12 @@ import (
 	"tally/store"
 )
 
-// scaleStore builds a store like the one issue 23 measured: 20 tasks of
+// htmlScaleStore builds a store like the one issue 23 measured: 20 tasks of
 // 5,000 samples, 2 models, so 200,000 generations (1% of them failed: the
 // prompt exceeded the context), each scored under dot and nl (em, f1) and
 // none (em): 990,000 scores; prompts of about 100 words, continuations of
 // about 12. TALLY_SCALE_STORE=FILE keeps it there and reuses it.
-func scaleStore(b *testing.B) string {
+func htmlScaleStore(b *testing.B) string {
 	b.Helper()
 	path := os.Getenv("TALLY_SCALE_STORE")
 	if path == "" {
@@ -135,7 +135,7 @@ func median(ds []time.Duration) time.Duration {
 // TALLY_BASELINE_BIN=PATH (an older tally binary) the same figures are
 // measured for it on the same store, in the same run, for comparison.
 func BenchmarkHTMLScale(b *testing.B) {
-	db := scaleStore(b)
+	db := htmlScaleStore(b)
 	bins := map[string]string{"": built}
 	if base := os.Getenv("TALLY_BASELINE_BIN"); base != "" {
 		bins["baseline-"] = base

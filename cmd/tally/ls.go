@@ -84,6 +84,9 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m, short(fp), store.RunStarted(r), r.Command, r.Status, configSummary(r.Config))
 	}
+	if line := runCounts(inv.Runs); line != "" {
+		fmt.Fprintln(tw, line)
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
 	for _, t := range inv.Tasks {
@@ -99,6 +102,25 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", model(c.Fingerprint), c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
 	}
 	return tw.Flush()
+}
+
+// runCounts is the line under the runs table counting every run by
+// status ("" when there is none), with what dead means.
+func runCounts(byStatus map[string]int) string {
+	var parts []string
+	for _, st := range []string{store.RunRunning, store.RunDone, store.RunFailed, store.RunInterrupted, store.RunDead} {
+		if n := byStatus[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := "runs: " + strings.Join(parts, ", ")
+	if byStatus[store.RunDead] > 0 {
+		line += " (a dead run's process stopped heartbeating without closing it: killed, or its machine lost)"
+	}
+	return line
 }
 
 // short abbreviates a long fingerprint for display.

@@ -63,7 +63,12 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 // results: the one source of the figures the command prints and the files
 // it writes. full reads every sample's generation (for lm-eval files).
 func (s *session) dataset(ctx context.Context, runs []report.RunResults, full, modelLabels bool) (*report.Dataset, error) {
-	return report.FromResults(ctx, s.st, s.jobs, runs, report.FromOptions{Full: full, ModelLabels: modelLabels,
+	return s.datasetOf(ctx, s.jobs, runs, full, modelLabels)
+}
+
+// datasetOf is dataset for some of the session's jobs.
+func (s *session) datasetOf(ctx context.Context, jobs []*generate.Job, runs []report.RunResults, full, modelLabels bool) (*report.Dataset, error) {
+	return report.FromResults(ctx, s.st, jobs, runs, report.FromOptions{Full: full, ModelLabels: modelLabels,
 		Totals: s.totals, Limit: s.flags.limit, Info: s.taskInfo()})
 }
 

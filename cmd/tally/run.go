@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/backends/gomlx"
@@ -109,18 +112,22 @@ func defaultStore() string {
 	return "tally.db"
 }
 
-// validate checks the numeric flags: each, when given, must be positive.
+// maxConcurrency bounds --concurrency (requests in flight, batch rows).
+const maxConcurrency = 1 << 16
+
+// validate checks the numeric flags: each, when given, must be positive
+// and at most its bound (a budget or size that overflows is refused).
 func (f *runFlags) validate() error {
 	for _, c := range []struct {
-		name string
-		v    int
-		want string
+		name    string
+		v, most int
+		want    string
 	}{
-		{"limit", f.limit, "a positive number of samples"},
-		{"max-tokens", f.maxTokens, "a positive token budget"},
-		{"concurrency", f.concurrency, "at least 1 request in flight"},
+		{"limit", f.limit, math.MaxInt, "a positive number of samples"},
+		{"max-tokens", f.maxTokens, generate.MaxBudget, fmt.Sprintf("a positive token budget, at most %d (budgets are capped by the model's context)", generate.MaxBudget)},
+		{"concurrency", f.concurrency, maxConcurrency, fmt.Sprintf("1 to %d requests in flight", maxConcurrency)},
 	} {
-		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}
@@ -216,20 +223,33 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 		set[k] = v
 	}
 	totals = map[string]int{}
-	found := map[string]bool{}
-	var resolved []*tasks.Config
 	for _, spec := range f.tasks {
 		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		resolved = append(resolved, cs...)
+		cfgs = append(cfgs, cs...)
 	}
-	for _, cfg := range resolved {
-		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+	// Tasks load on every core (a large suite's data is most of what a
+	// plan reads).
+	all, errs := make([]tasks.Loaded, len(cfgs)), make([]error, len(cfgs))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, cfg := range cfgs {
+		g.Go(func() error {
+			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+			return nil
+		})
+	}
+	g.Wait()
+	for _, err := range errs { // the first task's error, whichever failed first
 		if err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	found := map[string]bool{}
+	for i, cfg := range cfgs {
+		loaded := all[i]
 		totals[cfg.Task] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
@@ -246,7 +266,6 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 			j.MaxTokens = f.maxTokens
 		}
 		jobs = append(jobs, j)
-		cfgs = append(cfgs, cfg)
 	}
 	var unknown []string
 	for _, id := range f.samples {
@@ -422,31 +441,47 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	host, _ := os.Hostname()
 	started := time.Now()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
-		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
+		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint, Lease: f.lease})
 	if err != nil {
 		return err
 	}
 	finishCtx, endFinish := store.WithGrace(ctx)
 	defer endFinish()
+	stopBeat := s.st.KeepRunAlive(runID, f.lease)
+	sum, err := s.execute(ctx, name, plan, runID, started, stdout, stderr)
+	stopBeat()
+	return s.closeRun(finishCtx, runID, sum, err)
+}
+
+// closeRun records how run runID ended and returns err, or the error of
+// recording it. ctx outlives an interrupt by store.CommitGrace (an
+// interrupted run is closed too). Failed samples (exit status 3) end a
+// run that completed.
+func (s *session) closeRun(ctx context.Context, runID int64, sum generate.Summary, err error) error {
+	status := store.EndStatus(err)
+	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == ExitFailed {
+		status = store.RunDone
+	}
+	statsJSON, _ := json.Marshal(backendStats(s.be))
+	if ferr := s.st.FinishRun(ctx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); ferr != nil && err == nil {
+		return ferr
+	}
+	return err
+}
+
+// execute does a planned run's work (recorded as run runID) and reports
+// it: the model work, the scores, the output files, the tables.
+func (s *session) execute(ctx context.Context, name string, plan *generate.Plan, runID int64, started time.Time, stdout, stderr io.Writer) (generate.Summary, error) {
+	f := s.flags
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
 	}
-	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
+	sum, err := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
 		Owner: owner, Model: f.model, ClaimBatch: f.claimBatch})
 	sum.Worker = owner
-	status := "done"
-	if execErr != nil {
-		status = "interrupted"
-	}
-	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, within
-	// store.CommitGrace of the signal.
-	if err := s.st.FinishRun(finishCtx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
-		execErr = err
-	}
-	if execErr != nil {
-		return execErr
+	if err != nil {
+		return sum, err
 	}
 	warnUnscorable(stderr, sum.Unscorable)
 	// Each failed sample was printed as it failed (progress); one line
@@ -462,7 +497,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	// generations, and any score whose inputs changed, are (re)computed.
 	res, rep, err := generate.CurrentResults(ctx, s.st, plan, generate.ScoreOptions{Write: true, RunID: runID})
 	if err != nil {
-		return err
+		return sum, err
 	}
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
@@ -470,14 +505,14 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: plan, Results: res}}
 	ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
 	if err != nil {
-		return err
+		return sum, err
 	}
 	sum.Scores, sum.Counts = figures(ds)
 	sum.FailedSamples = generate.FailedAsZero
 	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
-		return err
+		return sum, err
 	}
-	exit := failedExit(res)
+	exit := failedExit(res.Failures())
 	if owner != "" && exit != nil {
 		// The run is complete: failed samples are stored as such, and a
 		// scheduler restarting this worker would find nothing to do.
@@ -486,9 +521,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	if f.json {
 		if err := writeJSON(stdout, sum); err != nil {
-			return err
+			return sum, err
 		}
-		return exit
+		return sum, exit
 	}
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
@@ -502,7 +537,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
 		}
 	}
-	return exit
+	return sum, exit
 }
 
 // noteRecomputed says on stderr how many (sample, setting) pairs had stale
@@ -520,8 +555,7 @@ func noteRecomputed(w io.Writer, n int, stored bool) {
 
 // failedExit is the error that makes tally exit with ExitFailed when any
 // sample of the results failed, nil otherwise.
-func failedExit(res generate.Results) error {
-	f := res.Failures()
+func failedExit(f []string) error {
 	if len(f) == 0 {
 		return nil
 	}
@@ -808,33 +842,58 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 }
 
 func newRescoreCmd() *cobra.Command {
-	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
-		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
-			started := time.Now()
-			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
-			if err != nil {
-				return fmt.Errorf("rescore: %w", err)
-			}
-			warnUnscorable(stderr, rep.Unscorable)
-			noteRecomputed(stderr, rep.Recomputed, true)
-			runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: p, Results: res}}
-			ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
-			if err != nil {
-				return err
-			}
-			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
-				return err
-			}
-			if f.json {
-				means, counts := figures(ds)
-				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": means,
-					"counts": counts, "failed_samples": generate.FailedAsZero}); err != nil {
-					return err
-				}
-				return failedExit(res)
-			}
-			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
-			printRows(stdout, ds)
-			return failedExit(res)
-		})
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "rescore",
+		Short: "Recompute scores from stored generations, with no model work",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return rescoreCommand(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
+}
+
+// rescoreCommand rescores the stored generations of the jobs a task at a
+// time (generate.Rescore streams), summarising each task through the one
+// source of figures (report.FromResults) before the next is read.
+func rescoreCommand(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
+	s, err := f.open(ctx, stderr, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	started := time.Now()
+	ds, failures := &report.Dataset{}, []string(nil)
+	var runs []report.RunResults
+	rep, err := generate.Rescore(ctx, s.st, s.be, s.jobs, func(j *generate.Job, p *generate.Plan, res generate.Results) error {
+		runs = []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: p, Results: res}}
+		d, err := s.datasetOf(ctx, []*generate.Job{j}, runs, f.outputPath != "", false)
+		if err != nil {
+			return err
+		}
+		ds.Tasks = append(ds.Tasks, d.Tasks...)
+		failures = append(failures, res.Failures()...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	warnUnscorable(stderr, rep.Unscorable)
+	noteRecomputed(stderr, rep.Recomputed, true)
+	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
+		return err
+	}
+	if f.json {
+		means, counts := figures(ds)
+		if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": means,
+			"counts": counts, "failed_samples": generate.FailedAsZero}); err != nil {
+			return err
+		}
+		return failedExit(failures)
+	}
+	fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
+	printRows(stdout, ds)
+	return failedExit(failures)
 }
