@@ -15,8 +15,13 @@ const (
 	FinishEOS     = "eos"     // the model produced an end-of-sequence token
 	FinishStop    = "stop"    // every requested stop setting matched (set by generate)
 	FinishLength  = "length"  // the token budget was spent
-	FinishContext = "context" // the prompt (plus budget) does not fit the model's context
+	FinishContext = "context" // the prompt does not fit the model's context (a failure)
 	FinishError   = "error"   // the backend failed for this request
+	// FinishContextFull: the generation filled the model's context (the
+	// token budget asked for more than the context had room for after the
+	// prompt, and the budget was capped to that room). Not a failure: the
+	// text is scored like any other, and a longer budget cannot extend it.
+	FinishContextFull = "context-full"
 )
 
 // ErrContextOverflow is returned (wrapped) when a prompt cannot fit the
@@ -110,7 +115,8 @@ type Variants interface {
 	OtherArithmetic(current, stored string) (why string, ok bool)
 }
 
-// Tokenizer is a local tokenizer.
+// Tokenizer is a local tokenizer. It must be safe for concurrent use (a
+// plan tokenises its prompts on every core).
 type Tokenizer interface {
 	// Encode tokenises text; addSpecial applies the post-processor (BOS).
 	Encode(text string, addSpecial bool) ([]int, error)

@@ -21,4 +21,12 @@ type Sample struct {
 	// ShareKey groups samples that share a prompt prefix (one document,
 	// several questions), so a backend can reuse its prefill.
 	ShareKey string `json:"share_key,omitempty"`
+	// Doc is the data row the sample was rendered from (nil when the
+	// loader builds prompts itself), Target the task's target template
+	// rendered for it, and Index its position in the task's data
+	// (counted from 0; nil: unknown). Reports write them (lm-eval's "doc",
+	// "target" and "doc_id"); they take no part in scoring.
+	Doc    json.RawMessage `json:"-"`
+	Target *string         `json:"-"`
+	Index  *int            `json:"-"`
 }

@@ -540,14 +540,11 @@ func TestUnscorableDoesNotStopTheRun(t *testing.T) {
 	if n := len(res["t"]["dot"][Unscorable]); n != 5 {
 		t.Errorf("%d unscorable rows, want 5", n)
 	}
-	// Rescoring from a fresh plan reports the same pairs.
-	p2, err := MakePlan(context.Background(), st, &fakeModel{slots: 2}, []*Job{job})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, uns, err := Rescore(context.Background(), st, p2, 0)
-	if err != nil || n != 20 || len(uns) != 5 {
-		t.Errorf("rescore: %d %v %v", n, uns, err)
+	// Rescoring reports the same pairs.
+	var got Results
+	rep, err := Rescore(context.Background(), st, &fakeModel{slots: 2}, []*Job{job}, func(_ *Job, _ *Plan, res Results) error { got = res; return nil })
+	if err != nil || rep.Scored != 20 || len(rep.Unscorable) != 5 || len(got["t"]["dot"]["len"]) != 15 {
+		t.Errorf("rescore: %+v %v", rep, err)
 	}
 }
 

@@ -18,7 +18,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"runtime"
 	"sort"
+	"strconv"
+
+	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/datasets"
@@ -77,8 +82,16 @@ type Item struct {
 	Sample *datasets.Sample
 	// Key is the generation key (model, exact prompt, decoding).
 	Key string
-	// PromptIDs is the tokenised prompt (nil for server-side tokenisation).
+	// Budget is the job's token budget capped by the model's context: at
+	// most the room left after the prompt, when both are known (a
+	// generation that fills the context answers every setting).
+	Budget int
+	// PromptIDs is the tokenised prompt of an item that needs model work
+	// (nil for server-side tokenisation, and for an item that needs none).
 	PromptIDs []int
+	// promptLen is the length of the tokenised prompt (0 for server-side
+	// tokenisation).
+	promptLen int
 	// Stored is the stored generation, if any.
 	Stored *store.Generation
 	// Statuses holds one status per Job.Settings entry.
@@ -163,10 +176,74 @@ func Truncate(g *store.Generation, s StopSetting, budget int) (pred string, ok b
 		return text[:m.Offset], true, 0
 	}
 	switch {
-	case g.Imported, g.Finish == backends.FinishEOS, g.Finish == backends.FinishContext, g.NTokens >= budget:
+	case g.Imported, g.Finish == backends.FinishEOS, g.Finish == backends.FinishContext, g.Finish == backends.FinishContextFull, g.NTokens >= budget:
 		return text, true, 0
 	}
 	return "", false, budget - g.NTokens
+}
+
+// MaxBudget is the largest token budget tally accepts: far beyond any
+// model's context (budgets are capped by the context anyway), and small
+// enough that no count of tokens over any number of samples overflows.
+const MaxBudget = 1 << 30
+
+// classify sets the item's failure reason, and its status and staleness
+// under each of its job's settings, from its stored generation (set) and
+// the digests of the stored scores.
+func classify(it *Item, digests map[store.ScoreKey]string) {
+	it.FailReason = failReason(it.Stored)
+	budget := it.Job.MaxTokens
+	it.Statuses = make([]Status, len(it.Job.Settings))
+	it.Stale = make([]bool, len(it.Job.Settings))
+	var dg *scoreDigester
+	for k, set := range it.Job.Settings {
+		switch g := it.Stored; {
+		case g == nil:
+			it.Statuses[k] = Missing
+		case it.FailReason != "":
+			it.Statuses[k] = Failed
+		default:
+			pred, ok, _ := it.truncate(g, set)
+			d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
+			if scored && ok && dg == nil {
+				x := newScoreDigester(it.Job, it.Sample)
+				dg = &x
+			}
+			switch {
+			case !ok:
+				it.Statuses[k] = Continue
+			case scored && d == dg.digest(set, budget, pred):
+				it.Statuses[k] = Complete
+			default:
+				it.Statuses[k], it.Stale[k] = Answerable, scored
+			}
+		}
+	}
+}
+
+// capBudget is a token budget capped by the room a context of ctxLen
+// tokens leaves after a prompt of promptLen tokens (unchanged when either
+// is unknown, or the prompt alone overflows: it fails before any budget
+// matters).
+func capBudget(budget, promptLen, ctxLen int) int {
+	if promptLen <= 0 || ctxLen <= 0 || promptLen >= ctxLen {
+		return budget
+	}
+	return min(budget, ctxLen-promptLen)
+}
+
+// truncate is Truncate under the item's job budget, where a generation
+// that already fills the model's context (it.Budget tokens, fewer than
+// the job's budget) answers every setting: more text cannot be had.
+func (it *Item) truncate(g *store.Generation, s StopSetting) (pred string, ok bool, need int) {
+	pred, ok, need = Truncate(g, s, it.Job.MaxTokens)
+	if !ok {
+		if g.NTokens >= it.Budget {
+			return g.Text, true, 0
+		}
+		need = it.Budget - g.NTokens
+	}
+	return pred, ok, need
 }
 
 // MakePlan classifies every (sample, setting) of the jobs against the store
@@ -178,69 +255,50 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 		return nil, fmt.Errorf("plan: model fingerprint: %w", err)
 	}
 	p := &Plan{Fingerprint: fp, Counts: map[Status]int{}, EstimatedSeconds: -1}
-	tok := be.Tokenizer()
-	var keys []string
-	for _, j := range jobs {
-		for i := range j.Samples {
-			s := &j.Samples[i]
-			it := &Item{Job: j, Sample: s}
-			if tok != nil {
-				ids, err := tok.Encode(s.Prompt, true)
-				if err != nil {
-					return nil, fmt.Errorf("plan: tokenise prompt of %s/%s: %w", s.Task, s.ID, err)
-				}
-				it.PromptIDs = ids
-			}
-			it.Key = Key(fp, it.PromptIDs, s.Prompt)
-			keys = append(keys, it.Key)
-			p.Items = append(p.Items, it)
-		}
-	}
-	stored, err := st.Generations(ctx, fp, keys)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	digests, err := st.ScoreDigests(ctx, fp, keys)
-	if err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+	if p.Items, err = keyedItems(ctx, be, fp, jobs); err != nil {
+		return nil, err
 	}
 	ctxLen := be.ContextLength()
-	for _, it := range p.Items {
+	keys := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		keys[i] = it.Key
+	}
+	// What is stored and how it was scored are read at once.
+	var stored map[string]store.Generation
+	var digests map[store.ScoreKey]string
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		stored, err = st.Generations(gctx, fp, keys)
+		return err
+	})
+	g.Go(func() (err error) {
+		digests, err = st.ScoreDigests(gctx, fp, keys)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	// Each item is classified on its own (on every core), then counted.
+	err = eachItem(ctx, p.Items, func(it *Item) error {
 		if g, ok := stored[it.Key]; ok {
 			it.Stored = &g
 		}
-		it.FailReason = failReason(it.Stored)
-		budget := it.Job.MaxTokens
-		it.Statuses = make([]Status, len(it.Job.Settings))
-		it.Stale = make([]bool, len(it.Job.Settings))
-		for k, set := range it.Job.Settings {
-			var stt Status
-			switch g := it.Stored; {
-			case g == nil:
-				stt = Missing
-			case it.FailReason != "":
-				stt = Failed
-			default:
-				pred, ok, _ := Truncate(g, set, budget)
-				d, scored := digests[store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}]
-				switch {
-				case !ok:
-					stt = Continue
-				case scored && d == ScoreDigest(it.Job, it.Sample, set, budget, pred):
-					stt = Complete
-				default:
-					stt, it.Stale[k] = Answerable, scored
-				}
-			}
+		classify(it, digests)
+		it.NewTokens, it.Continue = needs(it, it.Stored, ctxLen, true)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range p.Items {
+		for k, stt := range it.Statuses {
+			p.Counts[stt]++
 			if it.Stale[k] {
 				p.Stale++
 			}
-			it.Statuses[k] = stt
-			p.Counts[stt]++
 		}
-		it.NewTokens, it.Continue = needs(it, it.Stored, ctxLen, true)
 		if it.NewTokens > 0 {
-			promptLen := len(it.PromptIDs)
+			promptLen := it.promptLen
 			if it.Continue {
 				promptLen += it.Stored.NTokens
 			}
@@ -251,10 +309,13 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 			}
 			p.TokensToGenerate += it.NewTokens
 			p.PromptTokens += promptLen
-			if it.PromptIDs == nil {
+			if it.promptLen == 0 { // a server backend tokenises it
 				p.Untokenised++
 			}
 		}
+	}
+	if err := encodeItems(ctx, be.Tokenizer(), p.Work()); err != nil {
+		return nil, err
 	}
 	if p.Superseded, err = superseded(ctx, st, be, p); err != nil {
 		return nil, err
@@ -268,10 +329,90 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	return p, nil
 }
 
+// keyedItems makes an item of every sample of the jobs, with its
+// generation key and its budget capped by the context (refusing a job
+// budget out of range).
+func keyedItems(ctx context.Context, be backends.Backend, fp string, jobs []*Job) ([]*Item, error) {
+	var items []*Item
+	for _, j := range jobs {
+		if j.MaxTokens <= 0 || j.MaxTokens > MaxBudget {
+			return nil, fmt.Errorf("plan: task %s: token budget %d: want 1 to %d", j.Task, j.MaxTokens, MaxBudget)
+		}
+		for i := range j.Samples {
+			items = append(items, &Item{Job: j, Sample: &j.Samples[i]})
+		}
+	}
+	if err := keyItems(ctx, be.Tokenizer(), fp, items); err != nil {
+		return nil, err
+	}
+	ctxLen := be.ContextLength()
+	for _, it := range items {
+		it.Budget = capBudget(it.Job.MaxTokens, it.promptLen, ctxLen)
+	}
+	return items, nil
+}
+
+// keyItems sets the items' generation keys (and prompt lengths),
+// tokenising their prompts with tok when the backend tokenises locally.
+// The ids are not kept: most items of a large plan need no model work
+// (encodeItems tokenises those that do again).
+func keyItems(ctx context.Context, tok backends.Tokenizer, fp string, items []*Item) error {
+	return eachItem(ctx, items, func(it *Item) error {
+		var ids []int
+		if tok != nil {
+			var err error
+			if ids, err = tok.Encode(it.Sample.Prompt, true); err != nil {
+				return fmt.Errorf("plan: tokenise prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+			}
+		}
+		it.Key, it.promptLen = Key(fp, ids, it.Sample.Prompt), len(ids)
+		return nil
+	})
+}
+
+// encodeItems sets the PromptIDs of items that need model work (with
+// tok, when the backend tokenises locally).
+func encodeItems(ctx context.Context, tok backends.Tokenizer, items []*Item) error {
+	if tok == nil {
+		return nil
+	}
+	return eachItem(ctx, items, func(it *Item) error {
+		ids, err := tok.Encode(it.Sample.Prompt, true)
+		if err != nil {
+			return fmt.Errorf("plan: tokenise prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+		}
+		it.PromptIDs = ids
+		return nil
+	})
+}
+
+// eachItem calls f for every item, on every core (a tokenizer is safe for
+// concurrent use: backends.Tokenizer), until f fails or ctx ends.
+func eachItem(ctx context.Context, items []*Item, f func(*Item) error) error {
+	const chunk = 256
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for lo := 0; lo < len(items); lo += chunk {
+		part := items[lo:min(lo+chunk, len(items))]
+		g.Go(func() error {
+			for _, it := range part {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := f(it); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // overflows reports whether the item's prompt cannot fit a context of
 // ctxLen tokens (0: unknown, never).
 func overflows(it *Item, ctxLen int) bool {
-	return ctxLen > 0 && len(it.PromptIDs) >= ctxLen
+	return ctxLen > 0 && it.promptLen >= ctxLen
 }
 
 // failReason says why a stored generation failed: its error, or that its
@@ -302,7 +443,7 @@ func failReason(g *store.Generation) string {
 // context overflow whose prompt now fits), a continuation from the stored
 // ids when some setting needs more text, or none.
 func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newTokens int, cont bool) {
-	budget := it.Job.MaxTokens
+	budget := it.Budget
 	switch {
 	case g == nil:
 		return budget, false
@@ -312,14 +453,14 @@ func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newToke
 		}
 		return 0, false
 	case g.Finish == backends.FinishContext:
-		if it.PromptIDs != nil && ctxLen > 0 && !overflows(it, ctxLen) {
+		if it.promptLen > 0 && ctxLen > 0 && !overflows(it, ctxLen) {
 			return budget, false
 		}
 		return 0, false
 	}
 	need := 0
 	for _, set := range it.Job.Settings {
-		if _, ok, n := Truncate(g, set, budget); !ok {
+		if _, ok, n := it.truncate(g, set); !ok {
 			need = max(need, n)
 		}
 	}
@@ -332,9 +473,31 @@ func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newToke
 // the stop setting, the budget and the truncated prediction. A stored
 // score with another digest is stale.
 func ScoreDigest(j *Job, s *datasets.Sample, set StopSetting, budget int, pred string) string {
+	return newScoreDigester(j, s).digest(set, budget, pred)
+}
+
+// scoreDigester computes the ScoreDigests of one sample: the part of the
+// digest its job and sample make is hashed once, then each setting's is
+// added to a copy.
+type scoreDigester struct{ h hash.Hash }
+
+func newScoreDigester(j *Job, s *datasets.Sample) scoreDigester {
 	h := sha256.New()
 	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
-	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta), set.Key(), fmt.Sprint(budget), pred} {
+	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta)} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	return scoreDigester{h}
+}
+
+// digest is ScoreDigest of the sample under set, budget and pred.
+func (d scoreDigester) digest(set StopSetting, budget int, pred string) string {
+	c, err := d.h.(hash.Cloner).Clone()
+	if err != nil {
+		panic(err) // sha256 digests clone
+	}
+	h := c.(hash.Hash)
+	for _, part := range []string{set.Key(), strconv.Itoa(budget), pred} {
 		fmt.Fprintf(h, "%d:%s", len(part), part)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -354,7 +517,7 @@ func (p *Plan) Work() []*Item {
 		if x.Sample.ShareKey != y.Sample.ShareKey {
 			return x.Sample.ShareKey < y.Sample.ShareKey
 		}
-		return len(x.PromptIDs)+len(x.Sample.Prompt) > len(y.PromptIDs)+len(y.Sample.Prompt)
+		return x.promptLen+len(x.Sample.Prompt) > y.promptLen+len(y.Sample.Prompt)
 	})
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tally/backends"
+	"tally/internal/redact"
 	"tally/scoring/stats"
 	"tally/store"
 )
@@ -173,7 +174,7 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		sum.GenerationsReused++
 		for k, stt := range it.Statuses {
 			if stt == Answerable {
-				sc, warn := scoreSetting(it, it.Stored, k, opt.RunID)
+				sc, warn := scoreSetting(it, it.Stored, k, opt.RunID, nil)
 				if warn != "" {
 					sum.Unscorable = append(sum.Unscorable, warn)
 				}
@@ -222,15 +223,19 @@ func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan,
 		}
 	}()
 	var runErr error
+	// The claims are released and the worker's end recorded even when
+	// interrupted, within store.CommitGrace of the signal.
+	cleanup, endCleanup := store.WithGrace(ctx)
 	defer func() {
 		stopRenew()
 		<-renewed
-		st.Release(context.Background(), opt.Owner, nil)
+		st.Release(cleanup, opt.Owner, nil)
 		status := store.WorkerDone
 		if runErr != nil {
 			status = store.WorkerStopped
 		}
-		st.EndWorker(context.Background(), opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		st.EndWorker(cleanup, opt.Owner, status, sum.GenerationsNew+sum.GenerationsContinued)
+		endCleanup()
 	}()
 
 	ctxLen := be.ContextLength()
@@ -466,7 +471,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	tp, _ := opt.Progress.(TokenProgress)
 	results := make(chan result, 256)
 	written := make(chan writeOutcome, 1)
-	go func() { written <- writeResults(st, results, opt) }()
+	// Finished work is committed even when interrupted (within
+	// store.CommitGrace of the signal); once a commit fails, generating
+	// more that cannot be stored stops.
+	wctx, endWrites := store.WithGrace(ctx)
+	defer endWrites()
+	gctx, stopGen := context.WithCancelCause(ctx)
+	defer stopGen(nil)
+	go func() { written <- writeResults(wctx, st, results, opt, stopGen) }()
 
 	reqs := make([]backends.Request, len(work))
 	states := make([]*reqState, len(work))
@@ -527,7 +539,11 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 				sum.Overflowed = append(sum.Overflowed, s.it.Sample.Task+"/"+s.it.Sample.ID)
 			}
 			if g.Finish == backends.FinishError {
-				sum.ErrorSamples = append(sum.ErrorSamples, s.it.Sample.Task+"/"+s.it.Sample.ID+": "+g.Error)
+				msg := s.it.Sample.Task + "/" + s.it.Sample.ID + ": " + g.Error
+				if s.it.Stored != nil && failReason(s.it.Stored) == "" {
+					msg += " (the generation stored before this attempt is kept)"
+				}
+				sum.ErrorSamples = append(sum.ErrorSamples, msg)
 			}
 			mu.Unlock()
 			results <- result{it: s.it, gen: g}
@@ -552,12 +568,14 @@ func runBatch(ctx context.Context, st *store.Store, be backends.Backend, p *Plan
 	}
 	var genErr error
 	if len(reqs) > 0 {
-		genErr = be.Generate(ctx, reqs, sink)
+		genErr = be.Generate(gctx, reqs, sink)
 	}
 	close(results)
 	wo := <-written
 	sum.Unscorable = append(sum.Unscorable, wo.unscorable...)
-	if genErr == nil {
+	if genErr == nil || (wo.err != nil && ctx.Err() == nil) {
+		// Not interrupted: generation ended, or was stopped because
+		// nothing more could be stored.
 		genErr = ctx.Err()
 	}
 	return errors.Join(wo.err, genErr)
@@ -578,7 +596,7 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 	it := s.it
 	g := store.Generation{
 		Key: it.Key, Fingerprint: fp, Task: it.Sample.Task, SampleID: it.Sample.ID,
-		PromptTokens: len(it.PromptIDs), Text: string(s.text), IDs: s.ids, Offsets: s.offsets,
+		PromptTokens: it.promptLen, Text: string(s.text), IDs: s.ids, Offsets: s.offsets,
 		NTokens: len(s.ids), Finish: ev.Finish, RunID: runID, GenSeconds: time.Since(s.started).Seconds(),
 	}
 	if ev.PromptTokens > 0 && g.PromptTokens == 0 {
@@ -597,8 +615,12 @@ func (s *reqState) record(fp string, ev backends.Event, runID int64) store.Gener
 		g.Budget += it.Stored.NTokens
 		g.Continued = it.Stored.Continued + 1
 	}
+	if g.Finish == backends.FinishLength && it.Budget < it.Job.MaxTokens && g.NTokens >= it.Budget {
+		// The budget was capped to the context's room, and filled it.
+		g.Finish = backends.FinishContextFull
+	}
 	if ev.Err != nil {
-		g.Error = ev.Err.Error()
+		g.Error = redact.String(ev.Err.Error())
 	}
 	stops := struct {
 		Settings []StopSetting    `json:"settings"`
@@ -637,10 +659,11 @@ type writeOutcome struct {
 	unscorable []string
 }
 
-func writeResults(st *store.Store, results <-chan result, opt Options) writeOutcome {
-	// Commits use a context of their own: on Ctrl-C the finished work is
-	// still written.
-	ctx := context.Background()
+// writeResults commits the results as they come, in portions, until the
+// channel is closed; ctx outlives an interrupt by store.CommitGrace, so
+// that finished work is still written. The first failed commit is passed
+// to fail (and reported once the results are drained).
+func writeResults(ctx context.Context, st *store.Store, results <-chan result, opt Options, fail func(error)) writeOutcome {
 	var gens []store.Generation
 	var scores []store.Score
 	var firstErr error
@@ -653,6 +676,7 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 		// them from the store.
 		if err := st.CommitGenerations(ctx, opt.Owner, gens, scores); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("store generations: %w", err)
+			fail(firstErr)
 		}
 		gens, scores = gens[:0], scores[:0]
 	}
@@ -668,7 +692,7 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 			gens = append(gens, r.gen)
 			if r.gen.Finish != backends.FinishError && r.gen.Finish != backends.FinishContext {
 				for k := range r.it.Job.Settings {
-					sc, warn := scoreSetting(r.it, &r.gen, k, opt.RunID)
+					sc, warn := scoreSetting(r.it, &r.gen, k, opt.RunID, nil)
 					if warn != "" {
 						unscorable = append(unscorable, warn)
 					}
@@ -690,13 +714,13 @@ func writeResults(st *store.Store, results <-chan result, opt Options) writeOutc
 // 1) counts such samples.
 const Unscorable = "unscorable"
 
-// scoreSetting scores a generation under setting k of its job. A scorer
-// error does not stop the run: the pair gets an Unscorable score and warn
-// describes the error.
-func scoreSetting(it *Item, g *store.Generation, k int, runID int64) (scores []store.Score, warn string) {
+// scoreSetting scores a generation under setting k of its job (dg, when
+// not nil, is the sample's digester). A scorer error does not stop the
+// run: the pair gets an Unscorable score and warn describes the error.
+func scoreSetting(it *Item, g *store.Generation, k int, runID int64, dg *scoreDigester) (scores []store.Score, warn string) {
 	set := it.Job.Settings[k]
 	budget := it.Job.MaxTokens
-	pred, ok, _ := Truncate(g, set, budget)
+	pred, ok, _ := it.truncate(g, set)
 	if !ok {
 		// The generation still cannot answer (it ended early on a stop that
 		// only other settings share); leave it for a continuation.
@@ -707,7 +731,11 @@ func scoreSetting(it *Item, g *store.Generation, k int, runID int64) (scores []s
 		vals = map[string]float64{Unscorable: 1}
 		warn = fmt.Sprintf("%s/%s under %s: %v", it.Sample.Task, it.Sample.ID, set.Name, err)
 	}
-	digest := ScoreDigest(it.Job, it.Sample, set, budget, pred)
+	if dg == nil {
+		x := newScoreDigester(it.Job, it.Sample)
+		dg = &x
+	}
+	digest := dg.digest(set, budget, pred)
 	out := make([]store.Score, 0, len(vals))
 	for m, v := range vals {
 		out = append(out, store.Score{GenKey: g.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, Setting: set.Name,
@@ -780,99 +808,186 @@ type ScoreReport struct {
 // whose digest is current, and computes (no model work) every score that
 // is missing or stale, storing those with opt.Write. Scores of metrics the
 // task no longer names are not returned (and, with Write, are removed).
+//
+// It works through the items resultsChunk at a time (read, score, write),
+// so that what it holds beyond the results is one portion's generations
+// and scores, whatever the size of the plan.
 func CurrentResults(ctx context.Context, st *store.Store, p *Plan, opt ScoreOptions) (Results, ScoreReport, error) {
-	var rep ScoreReport
-	keys := make([]string, 0, len(p.Items))
-	for _, it := range p.Items {
+	c := &collector{out: Results{}, opt: opt}
+	for lo := 0; lo < len(p.Items); lo += resultsChunk {
+		if err := c.portion(ctx, st, p.Items[lo:min(lo+resultsChunk, len(p.Items))]); err != nil {
+			return nil, c.rep, err
+		}
+	}
+	for _, f := range c.failures {
+		metrics := c.out.Metrics(f.task)
+		if len(metrics) == 0 {
+			metrics = []string{NoneScored}
+		}
+		for _, m := range metrics {
+			if m != Unscorable {
+				c.out.add(f.task, f.set, m, SampleScore{SampleID: f.id, Failed: f.reason})
+			}
+		}
+	}
+	return c.out, c.rep, nil
+}
+
+// resultsChunk is how many items CurrentResults reads, scores and writes
+// at a time (fewer than store.Generations' threshold for a scan of the
+// whole model: a portion's generations are looked up by key).
+const resultsChunk = 1024
+
+// collector gathers CurrentResults over portions of a plan's items.
+type collector struct {
+	out      Results
+	rep      ScoreReport
+	opt      ScoreOptions
+	failures []failure
+}
+
+// failure is a failed sample under one setting, added to every metric's
+// list once all are known.
+type failure struct{ task, set, id, reason string }
+
+// add appends x to the list of a task, setting and metric.
+func (r Results) add(task, set, metric string, x SampleScore) {
+	if r[task] == nil {
+		r[task] = map[string]map[string][]SampleScore{}
+	}
+	if r[task][set] == nil {
+		r[task][set] = map[string][]SampleScore{}
+	}
+	r[task][set][metric] = append(r[task][set][metric], x)
+}
+
+// portion does CurrentResults' work for some items: reads their
+// generations and stored scores, keeps the current ones, computes the
+// others, and (opt.Write) stores what it computed and deletes the scores
+// of samples that failed.
+func (c *collector) portion(ctx context.Context, st *store.Store, items []*Item) error {
+	keys := make([]string, 0, len(items))
+	for _, it := range items {
 		keys = append(keys, it.Key)
 	}
-	gens, err := st.Generations(ctx, p.Fingerprint, keys)
+	gens, err := st.Generations(ctx, "", keys)
 	if err != nil {
-		return nil, rep, err
+		return err
 	}
-	all, err := st.ScoresFor(ctx, keys)
+	// Recomputing every score needs only what the stored ones are (their
+	// digests cover the predictions); otherwise the current ones are
+	// returned as they are, predictions included.
+	readScores := st.ScoresFor
+	if c.opt.Force {
+		readScores = st.ScoreStatesFor
+	}
+	all, err := readScores(ctx, keys)
 	if err != nil {
-		return nil, rep, err
+		return err
 	}
 	byKey := map[store.ScoreKey][]store.Score{}
 	for _, s := range all {
 		byKey[s.Key()] = append(byKey[s.Key()], s)
 	}
-	out := Results{}
-	add := func(task, set, metric string, x SampleScore) {
-		if out[task] == nil {
-			out[task] = map[string]map[string][]SampleScore{}
-		}
-		if out[task][set] == nil {
-			out[task][set] = map[string][]SampleScore{}
-		}
-		out[task][set][metric] = append(out[task][set][metric], x)
-	}
-	type failure struct{ task, set, id, reason string }
-	var failures []failure
 	var toWrite []store.Score
 	var toDelete []store.ScoreKey
-	for _, it := range p.Items {
+	for _, it := range items {
 		g, ok := gens[it.Key]
 		if !ok {
 			continue
 		}
 		budget := it.Job.MaxTokens
 		reason := failReason(&g)
+		var dg *scoreDigester
 		for k, set := range it.Job.Settings {
 			sk := store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}
 			rows := byKey[sk]
 			if reason != "" {
-				failures = append(failures, failure{it.Sample.Task, set.Name, it.Sample.ID, reason})
+				c.failures = append(c.failures, failure{it.Sample.Task, set.Name, it.Sample.ID, reason})
 				if len(rows) > 0 {
 					toDelete = append(toDelete, sk)
 				}
 				continue
 			}
-			pred, ok, _ := Truncate(&g, set, budget)
+			pred, ok, _ := it.truncate(&g, set)
 			if !ok {
 				continue // needs more generation
 			}
-			if !opt.Force && len(rows) > 0 && current(rows, ScoreDigest(it.Job, it.Sample, set, budget, pred)) {
+			isCurrent := false
+			if len(rows) > 0 {
+				if dg == nil {
+					x := newScoreDigester(it.Job, it.Sample)
+					dg = &x
+				}
+				isCurrent = current(rows, dg.digest(set, budget, pred))
+			}
+			if !c.opt.Force && isCurrent {
 				for _, s := range rows {
-					add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: s.Prediction})
+					// The metrics of one sample and setting share its prediction.
+					c.out.add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: rows[0].Prediction})
 				}
 				continue
 			}
-			sc, warn := scoreSetting(it, &g, k, opt.RunID)
-			if warn != "" {
-				rep.Unscorable = append(rep.Unscorable, warn)
+			if dg == nil {
+				x := newScoreDigester(it.Job, it.Sample)
+				dg = &x
 			}
-			rep.Scored++
-			if len(rows) > 0 && !current(rows, ScoreDigest(it.Job, it.Sample, set, budget, pred)) {
-				rep.Recomputed++
+			sc, warn := scoreSetting(it, &g, k, c.opt.RunID, dg)
+			if warn != "" {
+				c.rep.Unscorable = append(c.rep.Unscorable, warn)
+			}
+			c.rep.Scored++
+			if len(rows) > 0 && !isCurrent {
+				c.rep.Recomputed++
 			}
 			for _, s := range sc {
-				add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: s.Prediction})
+				c.out.add(s.Task, set.Name, s.Metric, SampleScore{SampleID: s.SampleID, Value: s.Value, Prediction: s.Prediction})
 			}
-			toWrite = append(toWrite, sc...)
+			if !sameScores(sc, rows) {
+				toWrite = append(toWrite, sc...)
+			}
 		}
 	}
-	if opt.Write {
+	if c.opt.Write {
 		if err := st.PutScores(ctx, toWrite); err != nil {
-			return nil, rep, fmt.Errorf("store scores: %w", err)
+			return fmt.Errorf("store scores: %w", err)
 		}
 		if err := st.DeleteScores(ctx, toDelete); err != nil {
-			return nil, rep, err
+			return err
 		}
 	}
-	for _, f := range failures {
-		metrics := out.Metrics(f.task)
-		if len(metrics) == 0 {
-			metrics = []string{NoneScored}
-		}
-		for _, m := range metrics {
-			if m != Unscorable {
-				add(f.task, f.set, m, SampleScore{SampleID: f.id, Failed: f.reason})
-			}
+	return nil
+}
+
+// sameScores reports whether the scores computed for one sample and
+// setting are those stored (same metrics, values and digest, which covers
+// the prediction):
+// writing them again would change nothing but the run that wrote them.
+func sameScores(computed, stored []store.Score) bool {
+	if len(computed) != len(stored) {
+		return false
+	}
+	byMetric := make(map[string]store.Score, len(stored))
+	for _, s := range stored {
+		byMetric[s.Metric] = s
+	}
+	for _, c := range computed {
+		s, ok := byMetric[c.Metric]
+		if !ok || c.Digest != s.Digest || !sameValue(c.Value, s.Value) { // the digest covers the prediction
+			return false
 		}
 	}
-	return out, rep, nil
+	return true
+}
+
+// sameValue reports whether two stored values are equal, an undefined
+// value (NaN or infinite, stored as NULL) equal to any other.
+func sameValue(a, b float64) bool {
+	undefined := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+	if undefined(a) || undefined(b) {
+		return undefined(a) && undefined(b)
+	}
+	return a == b
 }
 
 // current reports whether every stored score row has the digest d.
@@ -980,14 +1095,28 @@ func (r Results) Metrics(task string) []string {
 	return out
 }
 
-// Rescore recomputes the scores of every (sample, setting) that a stored
-// generation answers, with no model work, replacing stored scores. It
-// returns how many (sample, setting) pairs were scored, and the pairs the
-// metrics could not score.
-func Rescore(ctx context.Context, st *store.Store, p *Plan, runID int64) (n int, unscorable []string, err error) {
-	_, rep, err := CurrentResults(ctx, st, p, ScoreOptions{Write: true, Force: true, RunID: runID})
-	if err != nil {
-		return 0, nil, fmt.Errorf("rescore: %w", err)
+// Rescore recomputes, with no model work, the scores of every (sample,
+// setting) of the jobs that a stored generation answers, replacing the
+// stored scores, and returns what it did. It streams: one job at a time is
+// keyed (PlanKeys), scored (CurrentResults, a portion of its items at a
+// time) and handed to each with its plan and results, then dropped, so
+// that what it holds beyond the jobs' samples is one job's results.
+func Rescore(ctx context.Context, st *store.Store, be backends.Backend, jobs []*Job, each func(*Job, *Plan, Results) error) (ScoreReport, error) {
+	var rep ScoreReport
+	for _, j := range jobs {
+		p, err := PlanKeys(ctx, be, []*Job{j})
+		if err != nil {
+			return rep, fmt.Errorf("rescore: %w", err)
+		}
+		res, r, err := CurrentResults(ctx, st, p, ScoreOptions{Write: true, Force: true})
+		if err != nil {
+			return rep, fmt.Errorf("rescore: %w", err)
+		}
+		rep.Scored, rep.Recomputed = rep.Scored+r.Scored, rep.Recomputed+r.Recomputed
+		rep.Unscorable = append(rep.Unscorable, r.Unscorable...)
+		if err := each(j, p, res); err != nil {
+			return rep, err
+		}
 	}
-	return rep.Scored, rep.Unscorable, nil
+	return rep, nil
 }

@@ -1,22 +1,24 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"tally/generate"
-	"tally/scoring/stats"
 	"tally/store"
 )
 
 // Dataset is everything stored for a selection of models, tasks and stop
-// settings, read from the store alone: the figures the store-wide reports
-// (HTML, lm-eval files) show, and every sample behind them.
+// settings: the figures every report shows and, when loaded in full, every
+// sample behind them. Load reads one from the store alone; FromResults
+// makes one from a run's results.
 type Dataset struct {
 	Title string
 	Tasks []*TaskData
@@ -26,6 +28,9 @@ type Dataset struct {
 type Column struct {
 	Model       string `json:"model"`
 	Fingerprint string `json:"fingerprint"`
+	// Chat is set when the model was prompted through its chat template:
+	// a chat run and a raw run of one model are two columns, never paired.
+	Chat bool `json:"chat,omitempty"`
 	// DType is the dtype the model's products were computed in (native
 	// runs: --dtype as resolved); "" when the runs did not say.
 	DType      string `json:"dtype,omitempty"`
@@ -50,13 +55,50 @@ type TaskData struct {
 	Task    string
 	Columns []Column
 	Metrics []string
-	// Rows are the summary, one per (metric, column), as Compare makes
-	// them: the first column of each model is the baseline of its paired
-	// differences.
+	// Rows are the summary, one per (metric, column), as summarise makes
+	// them for every output.
 	Rows []Row
-	// Samples are every (sample, model) pair that has a stored score,
-	// by sample id then model.
+	// Samples are every (sample, model) pair that has a stored score or a
+	// failed generation, by sample id then model (only when loaded in
+	// full).
 	Samples []*SampleData
+	// Total is the number of samples of the task in its data (before
+	// --limit or --samples), 0 when unknown; Limit is the --limit the
+	// samples were selected with (0: none).
+	Total, Limit int
+	// Info is what the task's configuration says of itself, when known
+	// (lm-eval files write it).
+	Info *TaskInfo
+}
+
+// TaskInfo is a task's configuration as far as lm-eval files show it.
+type TaskInfo struct {
+	// Version is the task's version (nil: none).
+	Version any
+	// FewShot is the number of solved examples before each prompt;
+	// FewShotSeparator joins them.
+	FewShot          int
+	FewShotSeparator string
+	// Prompt and Target are the task's templates (doc_to_text,
+	// doc_to_target), Data its data file.
+	Prompt, Target, Data string
+	// Metrics are the task's metric families as its config names them.
+	Metrics []string
+	// Description is the task's one-line description.
+	Description string
+	// LMEvalConfig, when set, is the task's lm-eval config as lm-eval's
+	// TaskConfig.to_dict() gives it (a task read from an lm-eval YAML):
+	// lm-eval files write it as the task's config, adding only what it
+	// lacks.
+	LMEvalConfig map[string]any
+	// Filters maps the name of an lm-eval filter that the task's metric
+	// keys name ("exact_match,strict-match") to its pipeline (filter_list's
+	// "filter"), and OwnSetting is the stop setting that is the lm-eval
+	// task's own generation (its until): under it the filter keeps its
+	// name; under any other setting it is "FILTER@SETTING", after tally's
+	// cut at the setting's sequences.
+	Filters    map[string][]map[string]any
+	OwnSetting string
 }
 
 // SampleData is one sample as one model answered it.
@@ -64,14 +106,28 @@ type SampleData struct {
 	ID          string
 	Model       string
 	Fingerprint string
-	Prompt      string
-	Refs        json.RawMessage
-	Metadata    json.RawMessage
+	// Chat is set when the model was prompted through its chat template.
+	Chat   bool
+	Prompt string
+	Refs   json.RawMessage
+	// Metadata is the sample's own metadata (task-specific fields).
+	Metadata json.RawMessage
+	// Doc is the dataset row the sample was made from, Target the task's
+	// target rendered for it, Index its position in the task's data (-1:
+	// unknown), as far as they are known.
+	Doc    json.RawMessage
+	Target *string
+	Index  int
 	// Text is the raw continuation (already cut when Imported).
 	Text     string
 	Finish   string
 	Error    string
 	Imported bool
+	// PromptTokens is the prompt's length in tokens (0: unknown).
+	PromptTokens int
+	// FailReason says why the generation failed ("" when it did not):
+	// generate.FailReason, the rule every output counts failures by.
+	FailReason string
 	// Under maps a column index (of TaskData.Columns) to what that setting
 	// made of the continuation.
 	Under map[int]*Scored
@@ -85,12 +141,13 @@ type Scored struct {
 	// matched (-1: it did not cut), and Seq the sequence.
 	Cut int
 	Seq string
+	// Failed is why the sample failed ("": scored); its Values are 0.
+	Failed string
 }
 
-// Failed reports whether the generation ended in an error.
-func (s *SampleData) Failed() bool {
-	return s.Finish == "error" || s.Finish == "context" || s.Error != ""
-}
+// Failed reports whether the generation failed (backend error, prompt
+// beyond the context).
+func (s *SampleData) Failed() bool { return s.FailReason != "" }
 
 // Load reads a Dataset from the store: every stored score the filter
 // selects, with its generation and sample. Models are named by their last
@@ -119,7 +176,17 @@ type LoadOptions struct {
 
 // LoadWith is Load or LoadSummary with options.
 func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions) (*Dataset, error) {
-	return load(ctx, st, f, !opt.Summary, opt.Fix)
+	return load(ctx, st, f, !opt.Summary, opt.Fix, nil)
+}
+
+// LoadEach is Load one task at a time: each task is handed to fn with its
+// samples, which are then dropped, so that a report of a large store
+// holds one task's prompts and continuations at a time (the figures of
+// every task, and the generations' text, stay read). The Dataset returned
+// has every task's figures, but no samples and no lists of changed
+// samples (they were fn's to show).
+func LoadEach(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, fn func(*TaskData) error) (*Dataset, error) {
+	return load(ctx, st, f, true, opt.Fix, fn)
 }
 
 // series is one (column, metric)'s stored scores in the order read, in
@@ -130,21 +197,33 @@ type series struct {
 }
 
 // point is one stored score: the sample (an index into its task's ids),
-// the value and the prediction.
+// the value and the prediction, and (when samples are read) the
+// generation it scored (an index into the load's generation keys; -1:
+// none).
 type point struct {
 	idx  int32
+	gen  int32
 	val  float64
 	pred string
 }
 
 const chunkBits = 12
 
+// add appends a point. A chunk grows as a slice does (so that a short
+// series holds little spare room) up to 1<<chunkBits points, then the
+// next one starts.
 func (s *series) add(p point) {
 	if s.n&(1<<chunkBits-1) == 0 {
-		s.chunks = append(s.chunks, make([]point, 0, 1<<chunkBits))
+		s.chunks = append(s.chunks, nil)
 	}
 	last := len(s.chunks) - 1
-	s.chunks[last] = append(s.chunks[last], p)
+	c := s.chunks[last]
+	if len(c) == cap(c) {
+		grown := make([]point, len(c), min(max(2*cap(c), 64), 1<<chunkBits))
+		copy(grown, c)
+		c = grown
+	}
+	s.chunks[last] = append(c, p)
 	s.n++
 }
 
@@ -158,8 +237,13 @@ type taskLoad struct {
 	idIdx   map[string]int32
 	metrics map[string]int
 	series  map[[2]int]*series // by (column, metric) index
+	fails   map[int]map[int32]string
 	budgets map[int]bool
-	samples map[[2]string]*SampleData
+}
+
+func newTaskLoad(task string) *taskLoad {
+	return &taskLoad{td: &TaskData{Task: task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
+		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{}}
 }
 
 // sampleIndex returns the index of a sample id in the task's ids, adding
@@ -174,24 +258,133 @@ func (tl *taskLoad) sampleIndex(id string) int32 {
 	return i
 }
 
+// column returns the index of a column, adding it when new.
+func (tl *taskLoad) column(c Column) int {
+	ck := colKey{c.Fingerprint, c.SettingKey, c.Budget}
+	ci, ok := tl.colIdx[ck]
+	if !ok {
+		ci = len(tl.td.Columns)
+		tl.colIdx[ck] = ci
+		tl.td.Columns = append(tl.td.Columns, c)
+		tl.budgets[c.Budget] = true
+	}
+	return ci
+}
+
+// metric returns the index of a metric, adding it when new.
+func (tl *taskLoad) metric(m string) int {
+	mi, ok := tl.metrics[m]
+	if !ok {
+		mi = len(tl.td.Metrics)
+		tl.metrics[m] = mi
+		tl.td.Metrics = append(tl.td.Metrics, m)
+	}
+	return mi
+}
+
+// seriesOf returns the series of a (column, metric), adding it when new.
+func (tl *taskLoad) seriesOf(ci, mi int) *series {
+	sr := tl.series[[2]int{ci, mi}]
+	if sr == nil {
+		sr = &series{}
+		tl.series[[2]int{ci, mi}] = sr
+	}
+	return sr
+}
+
+// addFailed counts sample idx as failed (value 0 under every metric)
+// under column ci, unless the column already has a value for it (a score
+// from another generation of the sample wins).
+func (tl *taskLoad) addFailed(ci int, idx int32, reason string, gen int32, has func(ci int, idx int32) bool) bool {
+	if has(ci, idx) {
+		return false
+	}
+	if tl.fails[ci] == nil {
+		tl.fails[ci] = map[int32]string{}
+	}
+	tl.fails[ci][idx] = reason
+	for _, m := range failedMetrics(tl.td.Metrics) {
+		tl.seriesOf(ci, tl.metric(m)).add(point{idx: idx, gen: gen})
+	}
+	return true
+}
+
+// presence returns a function telling whether a column already has a value
+// for a sample, built once from the series read so far.
+func (tl *taskLoad) presence() func(ci int, idx int32) bool {
+	var has map[int]map[int32]bool
+	return func(ci int, idx int32) bool {
+		if has == nil {
+			has = map[int]map[int32]bool{}
+			for k, sr := range tl.series {
+				h := has[k[0]]
+				if h == nil {
+					h = map[int32]bool{}
+					has[k[0]] = h
+				}
+				for _, ch := range sr.chunks {
+					for _, p := range ch {
+						h[p.idx] = true
+					}
+				}
+			}
+		}
+		return has[ci][idx]
+	}
+}
+
 type colKey struct {
 	fp, key string
 	budget  int
 }
 
-func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error)) (*Dataset, error) {
-	names, dtypes, err := modelNames(ctx, st)
+// recordedSettings are the stop settings a generation record says were
+// active when it ended.
+func recordedSettings(stops json.RawMessage) []generate.StopSetting {
+	var rec struct {
+		Settings []generate.StopSetting `json:"settings"`
+	}
+	_ = json.Unmarshal(stops, &rec)
+	return rec.Settings
+}
+
+func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error),
+	each func(*TaskData) error) (*Dataset, error) {
+	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	var gens map[string]store.Generation
-	if full {
-		if gens, err = st.ReadGenerationsOf(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}); err != nil {
-			return nil, err
-		}
-	}
 	ds := &Dataset{}
 	byTask := map[string]*taskLoad{}
+	taskOf := func(task string) *taskLoad {
+		tl := byTask[task]
+		if tl == nil {
+			tl = newTaskLoad(task)
+			byTask[task] = tl
+			ds.Tasks = append(ds.Tasks, tl.td)
+		}
+		return tl
+	}
+	// genIdx numbers the generations points refer to (full loads only),
+	// by their keys as 32 bytes (a map the collector need not scan).
+	genIdx := map[[32]byte]int32{}
+	lastKey, lastGen := "", int32(-1)
+	genOf := func(key string) int32 {
+		if !full {
+			return -1
+		}
+		if key == lastKey && lastGen >= 0 {
+			return lastGen
+		}
+		k := keyBytes(key)
+		g, ok := genIdx[k]
+		if !ok {
+			g = int32(len(genIdx))
+			genIdx[k] = g
+		}
+		lastKey, lastGen = key, g
+		return g
+	}
 	var tl *taskLoad
 	// slots caches, per fingerprint and store cell, the column, metric and
 	// series a score goes to.
@@ -202,8 +395,30 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	}
 	slotsOf := map[string][]*slot{}
 	var slots []*slot
-	lastFP := ""
+	lastFP, lastPred := "", ""
 	lastID, lastIdx := "", int32(-1)
+	// A full load reads the generations (what the samples show of each,
+	// and the failed ones, which have no scores) beside the scores.
+	type genRead struct {
+		byKey  map[[32]byte]genInfo
+		failed []store.Generation
+		err    error
+	}
+	genDone := make(chan genRead, 1)
+	if full {
+		go func() {
+			r := genRead{byKey: map[[32]byte]genInfo{}}
+			r.err = st.EachGeneration(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}, func(g store.Generation) error {
+				if generate.FailReason(&g) != "" {
+					g.Text = ""
+					r.failed = append(r.failed, g)
+				}
+				r.byKey[keyBytes(g.Key)] = infoOf(&g)
+				return nil
+			})
+			genDone <- r
+		}()
+	}
 	err = st.EachEntry(ctx, f, func(e store.Entry) error {
 		if fix != nil {
 			var keep bool
@@ -214,294 +429,445 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.Fingerprint != lastFP || slots == nil {
 			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint
 		}
+		var sl *slot
 		if e.Cell < len(slots) && slots[e.Cell] != nil {
-			sl := slots[e.Cell]
-			if !full {
-				if sl.tl != tl {
-					tl, lastIdx = sl.tl, -1
-				}
-				if e.SampleID != lastID || lastIdx < 0 {
-					lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
-				}
-				sl.sr.add(point{lastIdx, e.Value, e.Prediction})
-				return nil
+			sl = slots[e.Cell]
+			if sl.tl != tl {
+				tl, lastIdx = sl.tl, -1
 			}
-		}
-		if tl == nil || tl.td.Task != e.Task {
-			lastIdx = -1
-			if tl = byTask[e.Task]; tl == nil {
-				tl = &taskLoad{td: &TaskData{Task: e.Task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
-					metrics: map[string]int{}, series: map[[2]int]*series{}, budgets: map[int]bool{}, samples: map[[2]string]*SampleData{}}
-				byTask[e.Task] = tl
-				ds.Tasks = append(ds.Tasks, tl.td)
+		} else {
+			if tl == nil || tl.td.Task != e.Task {
+				lastIdx = -1
+				tl = taskOf(e.Task)
 			}
-		}
-		td := tl.td
-		ck := colKey{e.Fingerprint, e.SettingKey, e.Budget}
-		ci, ok := tl.colIdx[ck]
-		if !ok {
-			ci = len(td.Columns)
-			tl.colIdx[ck] = ci
-			td.Columns = append(td.Columns, Column{Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint,
-				DType: dtypes[e.Fingerprint], Setting: e.Setting, SettingKey: e.SettingKey, Budget: e.Budget})
-			tl.budgets[e.Budget] = true
-		}
-		mi, ok := tl.metrics[e.Metric]
-		if !ok {
-			mi = len(td.Metrics)
-			tl.metrics[e.Metric] = mi
-			td.Metrics = append(td.Metrics, e.Metric)
+			m, chat := modelName(names, e.Fingerprint)
+			ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, DType: names[e.Fingerprint].dtype, Setting: e.Setting,
+				SettingKey: e.SettingKey, Budget: e.Budget})
+			mi := tl.metric(e.Metric)
+			for len(slots) <= e.Cell {
+				slots = append(slots, nil)
+			}
+			sl = &slot{tl, ci, mi, tl.seriesOf(ci, mi)}
+			slots[e.Cell] = sl
+			slotsOf[e.Fingerprint] = slots
 		}
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		id := lastIdx
-		sr := tl.series[[2]int{ci, mi}]
-		if sr == nil {
-			sr = &series{}
-			tl.series[[2]int{ci, mi}] = sr
+		// A prediction is scored by several metrics in a row: one copy.
+		if e.Prediction == lastPred {
+			e.Prediction = lastPred
 		}
-		for len(slots) <= e.Cell {
-			slots = append(slots, nil)
-		}
-		if slots[e.Cell] == nil {
-			slots[e.Cell] = &slot{tl, ci, mi, sr}
-			slotsOf[e.Fingerprint] = slots
-		}
-		sr.add(point{id, e.Value, e.Prediction})
-		if !full {
-			return nil
-		}
-		sk := [2]string{e.SampleID, e.Fingerprint}
-		sd := tl.samples[sk]
-		if sd == nil {
-			sd = &SampleData{ID: tl.ids[id], Model: modelName(names, e.Fingerprint), Fingerprint: e.Fingerprint, Under: map[int]*Scored{}}
-			if g, ok := gens[e.GenKey]; ok {
-				sd.Text, sd.Finish, sd.Error, sd.Imported = g.Text, g.Finish, g.Error, g.Imported
-			}
-			tl.samples[sk] = sd
-			td.Samples = append(td.Samples, sd)
-		}
-		sc := sd.Under[ci]
-		if sc == nil {
-			sc = &Scored{Prediction: e.Prediction, Values: map[string]float64{}, Cut: -1}
-			if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok && !sd.Imported {
-				sc.Cut, sc.Seq = m.Offset, m.Seq
-			}
-			sd.Under[ci] = sc
-		}
-		sc.Values[e.Metric] = e.Value
+		lastPred = e.Prediction
+		sl.sr.add(point{lastIdx, genOf(e.GenKey), e.Value, e.Prediction})
 		return nil
 	})
+	var gens []genInfo
+	var failed []store.Generation
+	if full {
+		r := <-genDone // also when the scan failed: the reader has ended
+		if err == nil {
+			err = r.err
+		}
+		gens = make([]genInfo, len(genIdx))
+		for k, i := range genIdx {
+			gens[i] = r.byKey[k]
+		}
+		failed = r.failed
+	} else if err == nil {
+		failed, err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
+	}
 	if err != nil {
 		return nil, err
 	}
+	addFailures(f, failed, names, taskOf, func(g *store.Generation) int32 {
+		if !full {
+			return -1
+		}
+		i := genOf(g.Key)
+		if int(i) == len(gens) {
+			gens = append(gens, infoOf(g))
+		}
+		return i
+	})
+	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
+	if each != nil {
+		return ds, eachTask(ctx, st, ds, byTask, gens, each)
+	}
 	for _, td := range ds.Tasks {
 		tl := byTask[td.Task]
+		finishStoreTask(tl)
 		if full {
-			samples, err := st.Samples(ctx, td.Task)
-			if err != nil {
+			if err := readSamples(ctx, st, tl, gens, false); err != nil {
 				return nil, err
 			}
-			for _, sd := range td.Samples {
-				if s, ok := samples[sd.ID]; ok {
-					sd.Prompt, sd.Refs, sd.Metadata = s.Prompt, s.Refs, s.Metadata
-				}
-			}
-			slices.SortFunc(td.Samples, func(a, b *SampleData) int {
-				return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model))
-			})
 		}
-		// Metrics sorted; series re-keyed by the sorted index.
-		oldMetrics := td.Metrics
-		td.Metrics = slices.Clone(oldMetrics)
-		slices.Sort(td.Metrics)
-		metricNew := make([]int, len(oldMetrics))
-		for oi, m := range oldMetrics {
-			metricNew[oi], _ = slices.BinarySearch(td.Metrics, m)
-		}
-		// Columns: by model, then setting name, then budget; indices in
-		// samples and series are remapped.
-		order := make([]int, len(td.Columns))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int {
-			x, y := td.Columns[a], td.Columns[b]
-			return cmp.Or(cmp.Compare(x.Model, y.Model), cmp.Compare(x.Setting, y.Setting), cmp.Compare(x.Budget, y.Budget))
-		})
-		newIdx := make([]int, len(order))
-		cols := make([]Column, len(order))
-		for ni, oi := range order {
-			newIdx[oi] = ni
-			cols[ni] = td.Columns[oi]
-			cols[ni].Label = cols[ni].Model + " " + cols[ni].Setting
-			if len(tl.budgets) > 1 {
-				cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
-			}
-		}
-		td.Columns = cols
-		for _, sd := range td.Samples {
-			under := make(map[int]*Scored, len(sd.Under))
-			for oi, sc := range sd.Under {
-				under[newIdx[oi]] = sc
-			}
-			sd.Under = under
-		}
-		ser := make(map[[2]int]*series, len(tl.series))
-		for k, sr := range tl.series {
-			ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
-		}
-		td.Rows = summarise(td, tl.ids, ser)
 	}
-	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	return ds, nil
 }
 
+// eachTask hands each task, with its samples, to fn in order, reading the
+// next task's samples while fn works on one; once fn is done with a task,
+// its samples, what they were read from and its lists of changed samples
+// go.
+func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens []genInfo, fn func(*TaskData) error) error {
+	type read struct {
+		td  *TaskData
+		err error
+	}
+	next := make(chan read) // unbuffered: at most one task read ahead
+	done := make(chan struct{})
+	go func() {
+		defer close(next)
+		for _, td := range ds.Tasks {
+			tl := byTask[td.Task]
+			finishStoreTask(tl)
+			err := readSamples(ctx, st, tl, gens, true)
+			select {
+			case next <- read{td, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		for range next {
+		}
+	}()
+	for r := range next {
+		if r.err != nil {
+			return r.err
+		}
+		if err := fn(r.td); err != nil {
+			return err
+		}
+		r.td.Samples, byTask[r.td.Task].series = nil, nil
+		for i := range r.td.Rows {
+			r.td.Rows[i].Changed = nil
+		}
+	}
+	return nil
+}
+
+// addFailures counts every failed generation (failed) as a failed sample
+// (value 0 under every metric) under the columns of its model and task:
+// every stored column (a failed generation answers no setting and no
+// budget), or, when none of the task was scored, the stop settings its
+// record names at its budget. A failed generation of a sample that
+// another generation scored under a column is not counted there.
+func addFailures(f store.Filter, failed []store.Generation, names map[string]modelInfo, taskOf func(string) *taskLoad,
+	genOf func(*store.Generation) int32) {
+	slices.SortFunc(failed, func(a, b store.Generation) int {
+		return cmp.Or(cmp.Compare(a.Task, b.Task), cmp.Compare(a.Fingerprint, b.Fingerprint), compareIDs(a.SampleID, b.SampleID), cmp.Compare(a.Key, b.Key))
+	})
+	wanted := func(setting string) bool { return len(f.Settings) == 0 || slices.Contains(f.Settings, setting) }
+	presence := map[*taskLoad]func(int, int32) bool{}
+	for i := range failed {
+		g := &failed[i]
+		reason := generate.FailReason(g)
+		tl := taskOf(g.Task)
+		if presence[tl] == nil {
+			presence[tl] = tl.presence()
+		}
+		var cols []int
+		for ci, c := range tl.td.Columns {
+			if c.Fingerprint == g.Fingerprint {
+				cols = append(cols, ci)
+			}
+		}
+		if len(cols) == 0 {
+			m, chat := modelName(names, g.Fingerprint)
+			for _, set := range recordedSettings(g.Stops) {
+				if wanted(set.Name) {
+					cols = append(cols, tl.column(Column{Model: m, Fingerprint: g.Fingerprint, Chat: chat, DType: names[g.Fingerprint].dtype,
+						Setting: set.Name, SettingKey: set.Key(), Budget: g.Budget}))
+				}
+			}
+		}
+		idx := tl.sampleIndex(g.SampleID)
+		gen := genOf(g)
+		for _, ci := range cols {
+			tl.addFailed(ci, idx, reason, gen, presence[tl])
+		}
+	}
+}
+
+// genInfo is what a sample shows of its generation.
+type genInfo struct {
+	text, finish, err string
+	imported          bool
+	promptTokens      int32
+}
+
+func infoOf(g *store.Generation) genInfo {
+	finish := g.Finish
+	switch finish { // one copy of each common reason
+	case "eos":
+		finish = "eos"
+	case "stop":
+		finish = "stop"
+	case "length":
+		finish = "length"
+	case "context":
+		finish = "context"
+	case "error":
+		finish = "error"
+	}
+	return genInfo{g.Text, finish, g.Error, g.Imported, int32(g.PromptTokens)}
+}
+
+// keyBytes is a generation key as 32 bytes: the SHA-256 a key spells in
+// hexadecimal (as generate.Key makes them), else the SHA-256 of the key.
+func keyBytes(key string) [32]byte {
+	var k [32]byte
+	if len(key) == 64 {
+		if _, err := hex.Decode(k[:], []byte(key)); err == nil {
+			return k
+		}
+	}
+	return sha256.Sum256([]byte(key))
+}
+
+// readSamples builds a task's samples (one per sample and model) from its
+// series: each column's prediction and values, the generation's text and
+// how it ended, and the stored sample's prompt, references, metadata and
+// data row.
+func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genInfo, dropGens bool) error {
+	td := tl.td
+	stored, err := st.Samples(ctx, td.Task)
+	if err != nil {
+		return err
+	}
+	td.Total = len(stored)
+	type key struct {
+		idx int32
+		fp  string
+	}
+	bySample := map[key]*SampleData{}
+	for k, sr := range tl.series {
+		ci, m := k[0], td.Metrics[k[1]]
+		c := td.Columns[ci]
+		for _, ch := range sr.chunks {
+			for _, p := range ch {
+				sd := bySample[key{p.idx, c.Fingerprint}]
+				if sd == nil {
+					sd = &SampleData{ID: tl.ids[p.idx], Model: c.Model, Chat: c.Chat, Fingerprint: c.Fingerprint, Index: -1, Under: map[int]*Scored{}}
+					bySample[key{p.idx, c.Fingerprint}] = sd
+					td.Samples = append(td.Samples, sd)
+				}
+				if sd.Finish == "" && p.gen >= 0 && int(p.gen) < len(gens) {
+					g := &gens[p.gen]
+					sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.text, g.finish, g.err, g.imported, int(g.promptTokens)
+					sd.FailReason = generate.FailReason(&store.Generation{Finish: g.finish, Error: g.err, PromptTokens: int(g.promptTokens)})
+					if dropGens {
+						*g = genInfo{} // a generation is one task's: the sample holds it now
+					}
+				}
+				sc := sd.Under[ci]
+				if sc == nil {
+					sc = &Scored{Prediction: p.pred, Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
+					sd.Under[ci] = sc
+				}
+				sc.Values[m] = p.val
+			}
+		}
+	}
+	rank := storedRanks(stored)
+	for _, sd := range td.Samples {
+		for ci, sc := range sd.Under {
+			if sc.Failed == "" && !sd.Imported {
+				if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok {
+					sc.Cut, sc.Seq = m.Offset, m.Seq
+				}
+			}
+		}
+		if s, ok := stored[sd.ID]; ok {
+			sd.Prompt, sd.Refs = s.Prompt, s.Refs
+			sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+			if sd.Index < 0 {
+				sd.Index = rank[sd.ID]
+			}
+		}
+	}
+	slices.SortFunc(td.Samples, func(a, b *SampleData) int {
+		return cmp.Or(compareIDs(a.ID, b.ID), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	return nil
+}
+
+// finishStoreTask orders a task loaded from the store and summarises it:
+// metrics sorted; columns by model, fingerprint, setting name and budget
+// (indices in samples, series and failures remapped), each paired with
+// its model's first column.
+func finishStoreTask(tl *taskLoad) {
+	td := tl.td
+	oldMetrics := td.Metrics
+	td.Metrics = slices.Clone(oldMetrics)
+	slices.Sort(td.Metrics)
+	metricNew := make([]int, len(oldMetrics))
+	for oi, m := range oldMetrics {
+		metricNew[oi], _ = slices.BinarySearch(td.Metrics, m)
+	}
+	order := make([]int, len(td.Columns))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := td.Columns[a], td.Columns[b]
+		return cmp.Or(cmp.Compare(x.Model, y.Model), cmp.Compare(boolInt(x.Chat), boolInt(y.Chat)), cmp.Compare(x.Fingerprint, y.Fingerprint),
+			cmp.Compare(x.Setting, y.Setting), cmp.Compare(x.Budget, y.Budget))
+	})
+	newIdx := make([]int, len(order))
+	cols := make([]Column, len(order))
+	base := make([]int, len(order))
+	for ni, oi := range order {
+		newIdx[oi] = ni
+		cols[ni] = td.Columns[oi]
+		cols[ni].Label = ModelLabel(cols[ni].Model, cols[ni].Chat) + " " + cols[ni].Setting
+		if len(tl.budgets) > 1 {
+			cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
+		}
+		base[ni] = ni
+		if ni > 0 && cols[ni-1].Fingerprint == cols[ni].Fingerprint {
+			base[ni] = base[ni-1]
+		}
+	}
+	for ni := range base {
+		if base[ni] == ni {
+			base[ni] = -1
+		}
+	}
+	td.Columns = cols
+	ser := make(map[[2]int]*series, len(tl.series))
+	for k, sr := range tl.series {
+		ser[[2]int{newIdx[k[0]], metricNew[k[1]]}] = sr
+	}
+	fails := make(map[int]map[int32]string, len(tl.fails))
+	for ci, m := range tl.fails {
+		fails[newIdx[ci]] = m
+	}
+	tl.series, tl.fails = ser, fails
+	td.Rows = summarise(figures{td: td, ids: tl.ids, ser: ser, fails: fails, base: base})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ModelLabel names a model in reports: its name, with "(chat)" when it was
+// prompted through its chat template, so that a chat run and a raw run of
+// one model never look alike.
+func ModelLabel(model string, chat bool) string {
+	if chat {
+		return model + " (chat)"
+	}
+	return model
+}
+
+// modelInfo is what the store's runs say of a fingerprint's model.
+type modelInfo struct {
+	name, dtype string
+	chat        bool
+}
+
 // modelNames maps each fingerprint to the model name its newest run used,
-// and to the dtype that run's products were computed in (its config's
-// "dtype": native runs). A name that fingerprints of several dtypes share
-// (one model run at several --dtype) becomes "NAME (DTYPE)" for each, so
-// that their columns and lm-eval folders stay apart.
-func modelNames(ctx context.Context, st *store.Store) (names, dtypes map[string]string, err error) {
+// the dtype that run's products were computed in (its config's "dtype":
+// native runs), and whether its runs prompted it through its chat
+// template. A name that fingerprints of several dtypes share (one model
+// run at several --dtype) becomes "NAME (DTYPE)" for each, so that their
+// columns and lm-eval folders stay apart.
+func modelNames(ctx context.Context, st *store.Store) (map[string]modelInfo, error) {
 	runs, err := st.Runs(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	names, dtypes = map[string]string{}, map[string]string{}
+	names := map[string]modelInfo{}
 	for _, r := range runs { // newest first
-		if _, ok := names[r.Fingerprint]; !ok {
-			names[r.Fingerprint] = r.Model
+		mi, ok := names[r.Fingerprint]
+		if !ok {
+			mi.name = r.Model
 			var cfg struct {
 				DType string `json:"dtype"`
 			}
-			if json.Unmarshal(r.Config, &cfg) == nil && cfg.DType != "" {
-				dtypes[r.Fingerprint] = cfg.DType
+			if json.Unmarshal(r.Config, &cfg) == nil {
+				mi.dtype = cfg.DType
 			}
 		}
+		mi.chat = mi.chat || RunChat(r.Config)
+		names[r.Fingerprint] = mi
 	}
 	kinds := map[string]map[string]bool{} // name → its fingerprints' dtypes
-	for fp, n := range names {
-		if kinds[n] == nil {
-			kinds[n] = map[string]bool{}
+	for _, mi := range names {
+		if kinds[mi.name] == nil {
+			kinds[mi.name] = map[string]bool{}
 		}
-		kinds[n][dtypes[fp]] = true
+		kinds[mi.name][mi.dtype] = true
 	}
-	for fp, n := range names {
-		if len(kinds[n]) > 1 && dtypes[fp] != "" {
-			names[fp] = n + " (" + dtypes[fp] + ")"
+	for fp, mi := range names {
+		if len(kinds[mi.name]) > 1 && mi.dtype != "" {
+			mi.name += " (" + mi.dtype + ")"
+			names[fp] = mi
 		}
 	}
-	return names, dtypes, nil
+	return names, nil
 }
 
-// compareIDs orders sample ids numerically when both are numbers.
-func compareIDs(a, b string) int {
-	x, ex := strconv.Atoi(a)
-	y, ey := strconv.Atoi(b)
-	if ex == nil && ey == nil {
-		return cmp.Compare(x, y)
+// modelName is the name of a fingerprint's model (the fingerprint when no
+// run names it) and whether it is a chat run.
+func modelName(names map[string]modelInfo, fp string) (string, bool) {
+	mi := names[fp]
+	if mi.name == "" {
+		mi.name = fp
 	}
-	return cmp.Compare(a, b)
+	return mi.name, mi.chat || IsChatFingerprint(fp)
 }
 
-func modelName(names map[string]string, fp string) string {
-	if m := names[fp]; m != "" {
-		return m
+// storedRanks is, for samples stored without their index in the task's
+// data (by an older tally), the rank of each id among the task's stored
+// samples (ids numerically when they are numbers).
+func storedRanks(samples map[string]store.Sample) map[string]int {
+	ids := make([]string, 0, len(samples))
+	for id := range samples {
+		ids = append(ids, id)
 	}
-	return fp
-}
-
-// summarise makes the task's summary rows: per metric and column the mean
-// with its 95% interval, and for every column after a model's first the
-// paired difference against that first column. A column's mean sums its
-// samples in sample order (ids numerically when they are numbers, as
-// SampleData are sorted); pairs go in the order of their ids as strings.
-func summarise(td *TaskData, ids []string, ser map[[2]int]*series) []Row {
-	byNum := make([]int32, len(ids))
-	byStr := make([]int32, len(ids))
-	for i := range ids {
-		byNum[i], byStr[i] = int32(i), int32(i)
-	}
-	nums := make([]int, len(ids))
-	isNum := make([]bool, len(ids))
+	slices.SortFunc(ids, compareIDs)
+	rank := make(map[string]int, len(ids))
 	for i, id := range ids {
-		n, err := strconv.Atoi(id)
-		nums[i], isNum[i] = n, err == nil
+		rank[id] = i
 	}
-	slices.SortStableFunc(byNum, func(a, b int32) int {
-		if isNum[a] && isNum[b] {
-			return cmp.Compare(nums[a], nums[b])
-		}
-		return cmp.Compare(ids[a], ids[b])
-	})
-	slices.SortFunc(byStr, func(a, b int32) int { return cmp.Compare(ids[a], ids[b]) })
-	// at returns, per sample index, the series position holding its
-	// value (the last one read), or -1.
-	at := func(sr *series) []int32 {
-		pos := make([]int32, len(ids))
-		for i := range pos {
-			pos[i] = -1
-		}
-		k := int32(0)
-		for _, ch := range sr.chunks {
-			for _, p := range ch {
-				pos[p.idx] = k
-				k++
-			}
-		}
-		return pos
+	return rank
+}
+
+// storedSample reads what a stored sample's metadata column holds
+// (datasets.Stored): the sample's metadata, and its data row, rendered
+// target and index when they were stored (index -1: unknown). Metadata
+// stored in another form (a bare object) is the sample's metadata whole.
+func storedSample(raw json.RawMessage) (meta, doc json.RawMessage, target *string, index int) {
+	var st struct {
+		Metadata json.RawMessage `json:"metadata"`
+		ShareKey string          `json:"share_key"`
+		Index    *int            `json:"index"`
+		Doc      json.RawMessage `json:"doc"`
+		Target   *string         `json:"target"`
 	}
-	var rows []Row
-	for mi, m := range td.Metrics {
-		var first *series
-		var firstAt []int32
-		firstModel := ""
-		for ci, c := range td.Columns {
-			sr := ser[[2]int{ci, mi}]
-			if sr == nil || sr.n == 0 {
-				continue
-			}
-			pos := at(sr)
-			vals := make([]float64, 0, sr.n)
-			for _, id := range byNum {
-				if k := pos[id]; k >= 0 {
-					vals = append(vals, sr.at(k).val)
-				}
-			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
-			if first == nil || c.Model != firstModel {
-				first, firstAt, firstModel = sr, pos, c.Model
-			} else {
-				a, b := make([]float64, 0, sr.n), make([]float64, 0, sr.n)
-				changed := 0
-				for _, id := range byStr {
-					k, j := firstAt[id], pos[id]
-					if k < 0 || j < 0 {
-						continue
-					}
-					x, y := first.at(k).val, sr.at(j).val
-					a, b = append(a, x), append(b, y)
-					if x != y {
-						changed++
-					}
-				}
-				if changed > 0 {
-					row.Changed = make([]Changed, 0, changed)
-					for _, id := range byStr {
-						k, j := firstAt[id], pos[id]
-						if k < 0 || j < 0 {
-							continue
-						}
-						if x, y := first.at(k), sr.at(j); x.val != y.val {
-							row.Changed = append(row.Changed, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), x.pred, y.pred})
-						}
-					}
-				}
-				row.Diff = pairedInterval(a, b)
-			}
-			rows = append(rows, row)
-		}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return raw, nil, nil, -1
 	}
-	return rows
+	index = -1
+	if st.Index != nil {
+		index = *st.Index
+	}
+	if len(st.Metadata) == 0 {
+		st.Metadata = json.RawMessage("null")
+	}
+	return st.Metadata, st.Doc, st.Target, index
 }

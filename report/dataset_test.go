@@ -22,7 +22,7 @@ func referenceRows(td *TaskData) []Row {
 	var rows []Row
 	for _, m := range td.Metrics {
 		var first map[string]generate.SampleScore
-		firstModel := ""
+		firstModel, firstLabel := "", ""
 		for ci, c := range td.Columns {
 			byID := map[string]generate.SampleScore{}
 			var vals []float64
@@ -40,10 +40,12 @@ func referenceRows(td *TaskData) []Row {
 			if len(vals) == 0 {
 				continue
 			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, N: len(vals), Mean: interval(stats.MeanInterval(vals, Level))}
+			row := Row{Task: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget,
+				N: len(vals), Scored: len(vals), Mean: interval(stats.MeanInterval(vals, Level)), Stderr: generate.Mean(stats.MeanStderr(vals))}
 			if first == nil || c.Model != firstModel {
-				first, firstModel = byID, c.Model
+				first, firstModel, firstLabel = byID, c.Model, c.Label
 			} else {
+				row.Against = firstLabel
 				ids := make([]string, 0, len(byID))
 				for id := range byID {
 					ids = append(ids, id)

@@ -57,7 +57,7 @@ func TestReportDType(t *testing.T) {
 		t.Errorf("columns (label: dtype) %v, want %v", got, want)
 	}
 	dir := t.TempDir()
-	paths, err := WriteLMEval(dir, ds, "test", time.Unix(0, 0))
+	paths, err := WriteLMEval(dir, ds, LMEvalOptions{Version: "test", Now: time.Unix(0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/scoring/stats"
 	"tally/store"
 )
 
@@ -50,6 +51,9 @@ func fixtureStore(t testing.TB, dropN int) *store.Store {
 		}
 		key := "k" + id
 		gens = append(gens, store.Generation{Key: key, Fingerprint: "fp1", Task: "drop", SampleID: id, Text: text, Finish: finish, Error: errText, Budget: 32, Stops: json.RawMessage(`{}`)})
+		if finish == "error" {
+			continue // a failed generation has no scores, as tally run stores it
+		}
 		for _, set := range []struct{ name, key string }{{"dot", "."}, {"nl", "\n"}} {
 			pred := text
 			if j := strings.Index(text, set.key); j >= 0 {
@@ -201,7 +205,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatalf("script errors: %v", m)
 	}
 	for _, want := range []string{`data-ready="1"`, `data-rendered="50"`, `data-total="124"`, `class="chart means"`, `class="chart heatmap"`,
-		`&lt;/script&gt;&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;&lt;img src=x`, `class="cut"`} {
+		`&lt;/script&gt;&lt;script&gt;document`, `&lt;img src=x onerror="document`, `class="cut"`} {
 		if !strings.Contains(d, want) {
 			t.Errorf("rendered page lacks %q", want)
 		}
@@ -222,4 +226,126 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// dumpDOM opens a page in headless Chromium and returns the DOM once its
+// script has run (a script error fails the test).
+func dumpDOM(t *testing.T, bin, url string) string {
+	t.Helper()
+	dom, err := exec.Command(bin, append(chromiumArgs(t), "--dump-dom", url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+	}
+	d := string(dom)
+	if strings.Contains(d, `data-errors=`) {
+		m := regexp.MustCompile(`(?s)<div id="js-errors"[^>]*>(.*?)</div>`).FindStringSubmatch(d)
+		t.Fatalf("script errors: %v", m)
+	}
+	return d
+}
+
+// TestHTMLForResearchers is issue 22's findings on the HTML page, in
+// headless Chromium: the "failed" filter shows the failed sample (it found
+// nothing: failed generations were not in the page), with its reason;
+// line breaks in continuations show as a visible mark, gold answers as
+// text, and score chips name their metric.
+func TestHTMLForResearchers(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("skipped: no chromium on PATH (apt-get install chromium; .ci/run installs it)")
+	}
+	path, _ := writeFixtureReport(t, 12)
+	d := dumpDOM(t, bin, "file://"+path+"#failed&open")
+	for _, want := range []string{`data-total="1"`, `data-rendered="1"`, `data-failed="1"`, "failed: backend error: backend: connection reset"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("failed filter: page lacks %q", want)
+		}
+	}
+	if strings.Contains(d, `data-failed="0"`) {
+		t.Error("failed filter shows a sample that did not fail")
+	}
+	d = dumpDOM(t, bin, "file://"+path+"#task=drop&open")
+	for _, want := range []string{
+		`<span class="ws">↵</span>`,                               // the "\n" of "12.5.\nMore text"
+		`<ol class="gold"><li>12.5</li></ol>`,                     // gold answer as text, not JSON
+		`<span class="m">em</span>`,                               // chips named by metric
+		`<td class="pred">the<span class="ws">·</span>Bears</td>`, // a space in a prediction is visible
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestIntervalChart: intervals are drawn within the metric's range (a
+// proportion's interval past 1 is clipped, its end drawn open, the true
+// interval in the tooltip), and the axis has a title.
+func TestIntervalChart(t *testing.T) {
+	svg := string(intervalChart("means", []string{"a", "b"}, []stats.Interval{{Estimate: 0.9, Low: 0.7, High: 1.1}, {Estimate: 0.5, Low: 0.4, High: 0.6}},
+		axis{0, 1}, "em: mean and 95% interval"))
+	if !strings.Contains(svg, `class="axis-title"`) || !strings.Contains(svg, "em: mean and 95% interval") {
+		t.Errorf("no axis title: %s", svg)
+	}
+	if !strings.Contains(svg, `class="ci clipped"`) || !strings.Contains(svg, "95% CI [0.7000, 1.1000]") || strings.Count(svg, `class="clip"`) != 1 {
+		t.Errorf("interval past 1 not clipped: %s", svg)
+	}
+	right := axis{0, 1}.x(1)
+	for _, m := range regexp.MustCompile(`x[12]="([0-9.]+)"`).FindAllStringSubmatch(svg, -1) {
+		var x float64
+		fmt.Sscan(m[1], &x)
+		if x > right+0.05 {
+			t.Errorf("drawn at x=%v, past the axis end %v", x, right)
+		}
+	}
+	// Through the page: a task whose proportion interval passes 1.
+	ds := &Dataset{Tasks: []*TaskData{{Task: "t", Metrics: []string{"em"}, Columns: []Column{{Label: "m dot"}},
+		Rows: []Row{{Task: "t", Metric: "em", Setting: "m dot", N: 3, Mean: Interval{0.9, 0.7, 1.1}}}}}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, ds); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `class="ci clipped"`) {
+		t.Error("page draws a proportion's interval past 1")
+	}
+}
+
+// TestHTMLPagedData is issue 23's scale finding for the page (a 20 MB page
+// whose samples were one inlined blob, decoded whole before anything
+// showed): the samples are in chunks of chunkItems decoded when a page of
+// the browser shows them, and the page is built one task at a time (a
+// task's samples are dropped once it is written).
+func TestHTMLPagedData(t *testing.T) {
+	st := fixtureStore(t, 250)
+	var held []*TaskData
+	var page bytes.Buffer
+	b := newPageBuilder("t")
+	if _, err := LoadEach(context.Background(), st, store.Filter{}, LoadOptions{}, func(td *TaskData) error {
+		for _, h := range held {
+			if h.Samples != nil {
+				t.Errorf("task %s still holds its samples while %s is written", h.Task, td.Task)
+			}
+		}
+		held = append(held, td)
+		b.addTask(td)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.write(&page); err != nil {
+		t.Fatal(err)
+	}
+	items := 250 + 4
+	if n := strings.Count(page.String(), `<script type="application/octet-stream" id="c`); n != (items+chunkItems-1)/chunkItems {
+		t.Errorf("%d data chunks for %d items, want %d", n, items, (items+chunkItems-1)/chunkItems)
+	}
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no chromium on PATH: the page's paging is not opened")
+	}
+	path := filepath.Join(t.TempDir(), "p.html")
+	os.WriteFile(path, page.Bytes(), 0o644)
+	d := dumpDOM(t, bin, "file://"+path+"#page=5&task=drop")
+	if !strings.Contains(d, `data-total="250"`) || !strings.Contains(d, `data-rendered="50"`) || !strings.Contains(d, "<b>200</b>") {
+		t.Errorf("page 5 of drop does not show samples 200-249: %s", regexp.MustCompile(`data-(total|rendered)="\d+"`).FindAllString(d, -1))
+	}
 }

@@ -36,46 +36,61 @@ func (a axis) x(v float64) float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// intervalChart draws one labelled line per interval: the estimate as a
-// dot, the 95% interval as a bar; zero draws a reference line at 0 (for
-// paired differences).
-func intervalChart(class string, labels []string, ivs []stats.Interval, zero bool) template.HTML {
-	a := axis{0, 1}
-	for _, iv := range ivs {
-		for _, v := range []float64{iv.Estimate, iv.Low, iv.High} {
-			if finite(v) {
-				a.lo, a.hi = math.Min(a.lo, v), math.Max(a.hi, v)
-			}
-		}
-	}
-	if zero {
-		m := math.Max(math.Abs(a.lo), math.Abs(a.hi))
-		if m == 0 {
-			m = 1
-		}
-		a = axis{-m, m}
-	}
-	h := rowHeight*len(labels) + 30
+// intervalChart draws one labelled line per interval on an axis of the
+// metric's range (a.lo to a.hi): the estimate as a dot, the 95% interval
+// as a bar clipped to the range (a proportion's interval is never drawn
+// past 1; a clipped end is drawn open, and the tooltip gives the interval
+// as computed), a reference line at 0 when the range spans it, and the
+// axis's title under it.
+func intervalChart(class string, labels []string, ivs []stats.Interval, a axis, title string) template.HTML {
+	h := rowHeight*len(labels) + 46
+	base := h - 34 // the axis line's y
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart %s" role="img" width="%d" height="%d" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg">`, class, chartWidth, h, chartWidth, h)
 	for _, t := range []float64{a.lo, (a.lo + a.hi) / 2, a.hi} {
 		x := a.x(t)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#666">%.3g</text>`, x, x, h-18, x, h-4, t)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#666">%.3g</text>`, x, x, base, x, base+14, t)
 	}
-	if zero {
+	if a.lo < 0 && a.hi > 0 {
 		x := a.x(0)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="3,3"/>`, x, x, h-18)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="0" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="3,3"/>`, x, x, base)
+	}
+	fmt.Fprintf(&b, `<text class="axis-title" x="%.1f" y="%d" font-size="12" text-anchor="middle" fill="#333">%s</text>`,
+		a.x((a.lo+a.hi)/2), h-4, html.EscapeString(title))
+	clip := func(v float64) (float64, bool) {
+		switch {
+		case v < a.lo:
+			return a.lo, true
+		case v > a.hi:
+			return a.hi, true
+		}
+		return v, false
 	}
 	for i, l := range labels {
 		y := float64(i*rowHeight) + rowHeight/2 + 2
 		iv := ivs[i]
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="12" text-anchor="end" dominant-baseline="middle">%s</text>`, labelWidth-8, y, html.EscapeString(l))
 		if finite(iv.Low) && finite(iv.High) {
-			fmt.Fprintf(&b, `<line class="ci" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#4477aa" stroke-width="3"><title>95%% CI [%.4f, %.4f]</title></line>`,
-				a.x(iv.Low), y, a.x(iv.High), y, iv.Low, iv.High)
+			lo, loClipped := clip(iv.Low)
+			hi, hiClipped := clip(iv.High)
+			cls := "ci"
+			if loClipped || hiClipped {
+				cls = "ci clipped"
+			}
+			fmt.Fprintf(&b, `<line class="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#4477aa" stroke-width="3"><title>95%% CI [%.4f, %.4f]</title></line>`,
+				cls, a.x(lo), y, a.x(hi), y, iv.Low, iv.High)
+			for _, end := range []struct {
+				x       float64
+				clipped bool
+			}{{lo, loClipped}, {hi, hiClipped}} {
+				if end.clipped {
+					fmt.Fprintf(&b, `<circle class="clip" cx="%.1f" cy="%.1f" r="3" fill="#fff" stroke="#4477aa"/>`, a.x(end.x), y)
+				}
+			}
 		}
 		if finite(iv.Estimate) {
-			fmt.Fprintf(&b, `<circle class="est" cx="%.1f" cy="%.1f" r="5" fill="#223355"><title>%.4f</title></circle>`, a.x(iv.Estimate), y, iv.Estimate)
+			est, _ := clip(iv.Estimate)
+			fmt.Fprintf(&b, `<circle class="est" cx="%.1f" cy="%.1f" r="5" fill="#223355"><title>%.4f</title></circle>`, a.x(est), y, iv.Estimate)
 		}
 	}
 	b.WriteString(`</svg>`)
@@ -103,8 +118,11 @@ func heatColor(v float64) string {
 // stored prediction. It returns "" when no sample carries the metadata.
 func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 	var cells []countingstars.Cell
-	n := 0
+	n, misses := 0, 0
 	for _, sd := range td.Samples {
+		if n == 0 && misses >= 32 {
+			return "", 0 // not a Counting-Stars task (its samples are alike)
+		}
 		sc := sd.Under[ci]
 		if sc == nil || sd.Fingerprint != td.Columns[ci].Fingerprint {
 			continue
@@ -118,6 +136,7 @@ func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 		}
 		var refs []float64
 		if json.Unmarshal(sd.Metadata, &md) != nil || md.Lang == "" || json.Unmarshal(sd.Refs, &refs) != nil {
+			misses++
 			continue
 		}
 		rule, err := countingstars.ResolveRule(md.Rule, md.TestType)

@@ -2,51 +2,130 @@ package report
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"tally/scoring/stats"
+	"tally/generate"
+	"tally/scoring"
 )
 
-// The lm-evaluation-harness layout, as lm_eval/loggers/evaluation_tracker.py
-// (save_results_aggregated, save_results_samples) and lm_eval/evaluator.py
-// write it: DIR/<model_name_sanitized>/results_<date_id>.json and
-// samples_<task>_<date_id>.jsonl, date_id being datetime.isoformat() with
-// ":" replaced by "-". Each (task, stop setting) is one lm-eval task named
-// "task@setting"; metric keys are "<metric>,none" and
-// "<metric>_stderr,none" (filter "none": the stop setting is the only
-// post-processing).
+// The lm-evaluation-harness layout, field for field as its own writer
+// makes it (lm_eval/evaluator.py simple_evaluate and evaluate,
+// lm_eval/evaluator_utils.py, lm_eval/loggers/evaluation_tracker.py
+// save_results_aggregated and save_results_samples; release v0.4.9.2,
+// commit ad3f4d0cad1cfcdb815f1e795f7947e49ed9f2e9, and the schema
+// lm_eval/result_schema.py at commit
+// 4e7e0d47f33bc71070c1d38394bafbb52b117163):
+//
+//	DIR/<model_name_sanitized>/results_<date_id>.json
+//	DIR/<model_name_sanitized>/samples_<task>_<date_id>.jsonl
+//
+// date_id being datetime.isoformat() with ":" replaced by "-".
+//
+// A task is the tally task, under its own name. A stop setting is an
+// lm-eval filter: lm-eval represents several post-processings of one
+// generation as filters, and a stop setting is exactly that (the cut of
+// the one raw continuation at the setting's first stop sequence). So the
+// metric keys are "<metric>,<setting>" ("f1,nl", "f1,dot"), the samples
+// file holds one line per (document, setting) with "filter" naming the
+// setting, and the task's config lists one filter_list entry per setting
+// ({"name": setting, "filter": [{"function": "tally_stop", "until":
+// [...]}, {"function": "take_first"}]}). When a model's task was scored
+// under several token budgets, the filter is "<setting>@<budget>".
+// Metric names are the ones lm-eval's own task uses (scoring.LMEvalName:
+// DROP's "drop.f1" is "f1"); tally's extra fields stay under the one key
+// "tally".
 
-// LMEvalTaskName names a column's lm-eval task: "task@setting", with
-// "@budget" appended when a task was scored under several budgets.
-func LMEvalTaskName(task string, c Column, manyBudgets bool) string {
-	name := task + "@" + c.Setting
+// LMEvalFilter names a column's lm-eval filter: its stop setting, with
+// "@budget" when the model's task was scored under several budgets.
+func LMEvalFilter(c Column, manyBudgets bool) string {
 	if manyBudgets {
-		name += fmt.Sprintf("@%d", c.Budget)
+		return fmt.Sprintf("%s@%d", c.Setting, c.Budget)
 	}
-	return name
+	return c.Setting
 }
 
 var sanitizeModel = regexp.MustCompile(`["<>:/|\\?*\[\]]+`)
 
-// SanitizeModelName is lm-eval's model_name_sanitized.
-func SanitizeModelName(m string) string { return sanitizeModel.ReplaceAllString(m, "__") }
+// SanitizeModelName is lm-eval's sanitize_model_name (lm_eval/utils.py),
+// made safe as a folder name: control characters become "_", and a name
+// that would be "", "." or ".." is prefixed with "_".
+func SanitizeModelName(m string) string {
+	return safeName(sanitizeModel.ReplaceAllString(m, "__"))
+}
 
-// LMEvalSample is one line of samples_<task>_<date>.jsonl. Tally adds the
-// "tally" object (raw continuation, sample id, setting), which lm-eval's
-// readers ignore and tally import uses to restore the run exactly.
+var unsafeTaskChars = regexp.MustCompile(`[^\p{L}\p{N}_\-.@+=,]`)
+
+// SanitizeTaskName is a task name as the samples file name holds it:
+// every character but letters, digits and _-.@+=, becomes "_" (no path
+// separator), and "", "." and ".." are prefixed with "_", so that no task
+// name leads a file out of its folder.
+func SanitizeTaskName(t string) string {
+	return safeName(unsafeTaskChars.ReplaceAllString(t, "_"))
+}
+
+// safeName replaces control characters and keeps a name from being a
+// path of its own ("", ".", "..").
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "" || s == "." || s == ".." {
+		s = "_" + s
+	}
+	return s
+}
+
+// LMEvalOptions are what lm-eval files say beyond the dataset.
+type LMEvalOptions struct {
+	// Version is tally's version.
+	Version string
+	// Start and End are when the evaluation started and ended (date,
+	// start_time, end_time, total_evaluation_time_seconds); Now names the
+	// files (date_id). Zero values are Now.
+	Start, End, Now time.Time
+	// Models holds, by fingerprint, what the model's run said of itself.
+	Models map[string]LMEvalModel
+}
+
+// LMEvalModel is what a model's run says of itself in lm-eval's config.
+type LMEvalModel struct {
+	// Device and BatchSize are the --device and --concurrency given
+	// (empty, 0: not given).
+	Device    string
+	BatchSize int
+	// ChatTemplate is the chat template's source when the run prompted
+	// through one that tally rendered (native models); "" when none, or
+	// when a server applied its own.
+	ChatTemplate string
+	// Backend names the engine (gomlx, ollama, openai, imported).
+	Backend string
+}
+
+// LMEvalSample is one line of samples_<task>_<date>.jsonl, as lm-eval
+// writes it (arguments flattened to gen_args_N/arg_M, target a string,
+// metric values as top-level keys). Tally adds the "tally" object, which
+// lm-eval's readers ignore and tally import uses to restore the run
+// exactly.
 type LMEvalSample struct {
 	DocID         int                       `json:"doc_id"`
-	Doc           map[string]any            `json:"doc"`
+	Doc           json.RawMessage           `json:"doc"`
 	Target        string                    `json:"target"`
 	Arguments     map[string]map[string]any `json:"arguments"`
 	Resps         [][]string                `json:"resps"`
@@ -60,49 +139,71 @@ type LMEvalSample struct {
 	MetricValues  map[string]float64        `json:"-"`
 }
 
-// TallyExtra is what tally keeps beside an lm-eval sample line.
+// TallyExtra is what tally keeps beside an lm-eval sample line: enough to
+// restore the sample, its raw generation and its scores exactly.
 type TallyExtra struct {
-	Task        string          `json:"task"`
-	SampleID    string          `json:"sample_id"`
-	Model       string          `json:"model"`
-	Fingerprint string          `json:"fingerprint"`
-	Setting     string          `json:"setting"`
-	Seqs        []string        `json:"seqs"`
-	Budget      int             `json:"budget"`
-	Raw         string          `json:"raw"`
-	Finish      string          `json:"finish"`
-	Error       string          `json:"error,omitempty"`
-	Imported    bool            `json:"imported,omitempty"`
-	Metadata    json.RawMessage `json:"metadata,omitempty"`
-	References  json.RawMessage `json:"references"`
+	Task        string `json:"task"`
+	SampleID    string `json:"sample_id"`
+	Model       string `json:"model"`
+	Fingerprint string `json:"fingerprint"`
+	Chat        bool   `json:"chat,omitempty"`
+	Setting     string `json:"setting"`
+	// Seqs are the setting's stop sequences, Budget its token budget.
+	Seqs   []string `json:"seqs"`
+	Budget int      `json:"budget"`
+	// Raw is the raw continuation (already cut when Imported).
+	Raw          string `json:"raw"`
+	Finish       string `json:"finish"`
+	Error        string `json:"error,omitempty"`
+	PromptTokens int    `json:"prompt_tokens,omitempty"`
+	// Failed is why the sample failed ("": scored); it counts as 0.
+	Failed   string `json:"failed,omitempty"`
+	Imported bool   `json:"imported,omitempty"`
+	// Metadata is the sample's own metadata.
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	References json.RawMessage `json:"references"`
+	// Scores are the sample's values under tally's metric names (null:
+	// undefined); absent for a failed sample.
+	Scores map[string]*float64 `json:"scores,omitempty"`
 }
 
 // MarshalJSON writes the metric values as top-level keys, as lm-eval does
 // (example.update(metrics)).
 func (s LMEvalSample) MarshalJSON() ([]byte, error) {
 	type plain LMEvalSample
-	b, err := json.Marshal(plain(s))
+	b, err := marshalPy(plain(s), false)
 	if err != nil {
 		return nil, err
 	}
 	if len(s.MetricValues) == 0 {
 		return b, nil
 	}
-	extra, err := json.Marshal(s.MetricValues)
+	extra, err := marshalPy(s.MetricValues, false)
 	if err != nil {
 		return nil, err
 	}
 	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
 }
 
+// marshalPy marshals as Python's json.dumps(ensure_ascii=False) does
+// where it matters for hashes and readers: no HTML escaping of <, >, &.
+func marshalPy(v any, indent bool) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 func hashString(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
-
-// stderr is lm-eval's mean_stderr: the sample standard deviation (n-1)
-// over sqrt(n); NaN for fewer than two values.
-func stderr(xs []float64) float64 { return stats.MeanStderr(xs) }
 
 // jsonFloat writes NaN as lm-eval does ("N/A").
 func jsonFloat(v float64) any {
@@ -112,136 +213,573 @@ func jsonFloat(v float64) any {
 	return v
 }
 
-// WriteLMEval writes the dataset in lm-eval's layout under dir, one
-// results file and one samples file per task per model, and returns the
-// paths written. version is tally's version, written as lm-eval writes its
-// own.
-func WriteLMEval(dir string, ds *Dataset, version string, now time.Time) ([]string, error) {
-	dateID := strings.ReplaceAll(now.Format("2006-01-02T15:04:05.000000"), ":", "-")
-	type modelOut struct {
-		results, configs, versions, nshot, hib, nsamples, groups map[string]any
-		fingerprint, dtype                                       string
+// lmevalModel is one model's part of the files: its columns per task.
+type lmevalModel struct {
+	fp, name, dtype string
+	chat            bool
+	tasks           []*lmevalTask
+}
+
+type lmevalTask struct {
+	td      *TaskData
+	cols    []int    // column indices of this model
+	metrics []string // tally metric keys written
+	// groups are the lm-eval filters: per column, one for the plain
+	// metrics (named after the stop setting) and one per lm-eval filter
+	// the task's metric keys name ("exact_match,strict-match").
+	groups []lmevalGroup
+}
+
+// lmevalGroup is one lm-eval filter of a model's task: a column and the
+// metric keys scored under it.
+type lmevalGroup struct {
+	col     int    // column index
+	part    string // the lm-eval filter a "METRIC,FILTER" key names, "" for plain keys
+	filter  string // the filter's name in the files
+	metrics []string
+}
+
+// splitKey splits a tally metric key into lm-eval's metric name and the
+// lm-eval filter it names ("exact_match,strict-match", as a task read from
+// an lm-eval YAML scores), or the key's lm-eval name and "".
+func splitKey(key string) (metric, part string) {
+	if i := strings.LastIndexByte(key, ','); i > 0 {
+		return key[:i], key[i+1:]
 	}
-	models := map[string]*modelOut{}
+	return scoring.LMEvalName(key), ""
+}
+
+// groupOf is the group of a column and metric key.
+func (t *lmevalTask) groupOf(ci int, key string) *lmevalGroup {
+	_, part := splitKey(key)
+	for i := range t.groups {
+		if g := &t.groups[i]; g.col == ci && g.part == part {
+			return g
+		}
+	}
+	return nil
+}
+
+// WriteLMEval writes the dataset in lm-eval's layout under dir: per model
+// (fingerprint), one results file and one samples file per task, every
+// file created through one os.Root on dir (no name leaves it, no symlink
+// is followed out of it). It returns the paths written.
+func WriteLMEval(dir string, ds *Dataset, opt LMEvalOptions) ([]string, error) {
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	if opt.Start.IsZero() {
+		opt.Start = opt.Now
+	}
+	if opt.End.IsZero() {
+		opt.End = opt.Now
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write lm-eval files: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("write lm-eval files: %w", err)
+	}
+	defer root.Close()
+	models := lmevalModels(ds)
+	// Models that share a folder get distinct date ids (a microsecond
+	// apart), so that no file of one replaces another's.
+	folders := map[string]int{}
 	var written []string
-	for _, td := range ds.Tasks {
-		budgets := map[int]bool{}
-		for _, c := range td.Columns {
-			budgets[c.Budget] = true
-		}
-		for ci, c := range td.Columns {
-			mo := models[c.Model]
-			if mo == nil {
-				mo = &modelOut{results: map[string]any{}, configs: map[string]any{}, versions: map[string]any{}, nshot: map[string]any{},
-					hib: map[string]any{}, nsamples: map[string]any{}, groups: map[string]any{}, fingerprint: c.Fingerprint, dtype: c.DType}
-				models[c.Model] = mo
-			}
-			name := LMEvalTaskName(td.Task, c, len(budgets) > 1)
-			mdir := filepath.Join(dir, SanitizeModelName(c.Model))
-			if err := os.MkdirAll(mdir, 0o755); err != nil {
-				return nil, fmt.Errorf("write lm-eval files: %w", err)
-			}
-			path := filepath.Join(mdir, "samples_"+name+"_"+dateID+".jsonl")
-			f, err := os.Create(path)
-			if err != nil {
-				return nil, fmt.Errorf("write lm-eval samples: %w", err)
-			}
-			w := bufio.NewWriter(f)
-			vals := map[string][]float64{}
-			n := 0
-			for _, sd := range td.Samples {
-				sc := sd.Under[ci]
-				if sc == nil || sd.Fingerprint != c.Fingerprint {
-					continue
-				}
-				line := lmevalLine(n, td.Task, c, sd, sc, td.Metrics)
-				for m, v := range sc.Values {
-					vals[m] = append(vals[m], v)
-				}
-				b, err := json.Marshal(line)
-				if err != nil {
-					f.Close()
-					return nil, fmt.Errorf("write lm-eval sample %s: %w", sd.ID, err)
-				}
-				w.Write(b)
-				w.WriteByte('\n')
-				n++
-			}
-			if err := w.Flush(); err != nil {
-				f.Close()
-				return nil, fmt.Errorf("write %s: %w", path, err)
-			}
-			if err := f.Close(); err != nil {
-				return nil, fmt.Errorf("write %s: %w", path, err)
-			}
-			written = append(written, path)
-			res := map[string]any{"alias": name}
-			hib := map[string]any{}
-			for _, m := range td.Metrics {
-				xs, ok := vals[m]
-				if !ok {
-					continue
-				}
-				mean := math.NaN()
-				if len(xs) > 0 {
-					var s float64
-					for _, x := range xs {
-						s += x
-					}
-					mean = s / float64(len(xs))
-				}
-				res[m+",none"] = jsonFloat(mean)
-				res[m+"_stderr,none"] = jsonFloat(stderr(xs))
-				hib[m] = true
-			}
-			mo.results[name] = res
-			mo.groups[name] = []string{}
-			mo.hib[name] = hib
-			mo.versions[name] = "tally-" + version
-			mo.nshot[name] = 0
-			mo.nsamples[name] = map[string]int{"original": n, "effective": n}
-			metricList := []map[string]any{}
-			for m := range hib {
-				metricList = append(metricList, map[string]any{"metric": m, "aggregation": "mean", "higher_is_better": true})
-			}
-			slices.SortFunc(metricList, func(a, b map[string]any) int { return strings.Compare(a["metric"].(string), b["metric"].(string)) })
-			mo.configs[name] = map[string]any{"task": name, "tag": []string{td.Task}, "output_type": "generate_until",
-				"generation_kwargs": map[string]any{"until": nonNil(c.Seqs()), "max_gen_toks": c.Budget, "do_sample": false},
-				"metric_list":       metricList, "repeats": 1, "num_fewshot": 0,
-				"metadata": map[string]any{"version": "tally-" + version, "tally_task": td.Task, "stop_setting": c.Setting}}
-		}
-	}
-	names := make([]string, 0, len(models))
-	for m := range models {
-		names = append(names, m)
-	}
-	slices.Sort(names)
-	for _, m := range names {
-		mo := models[m]
-		var dtype any // lm-eval's model_dtype: null when unknown
-		if mo.dtype != "" {
-			dtype = mo.dtype
-		}
-		out := map[string]any{
-			"results": mo.results, "group_subtasks": mo.groups, "configs": mo.configs, "versions": mo.versions,
-			"n-shot": mo.nshot, "higher_is_better": mo.hib, "n-samples": mo.nsamples,
-			"config": map[string]any{"model": "tally", "model_args": "pretrained=" + m, "model_num_parameters": nil, "model_dtype": dtype,
-				"batch_size": nil, "device": nil, "use_cache": nil, "limit": nil, "bootstrap_iters": 0, "gen_kwargs": nil,
-				"random_seed": nil, "numpy_seed": nil, "torch_seed": nil, "fewshot_seed": nil},
-			"git_hash": nil, "date": float64(now.UnixNano()) / 1e9, "model_source": "tally", "model_name": m,
-			"model_name_sanitized": SanitizeModelName(m), "tally_fingerprint": mo.fingerprint, "tally_version": version,
-		}
-		b, err := json.MarshalIndent(out, "", "  ")
+	for _, m := range models {
+		folder := SanitizeModelName(m.name)
+		now := opt.Now.Add(time.Duration(folders[folder]) * time.Microsecond)
+		folders[folder]++
+		paths, err := writeModel(root, dir, folder, now, m, opt)
+		written = append(written, paths...)
 		if err != nil {
-			return nil, fmt.Errorf("write lm-eval results: %w", err)
+			return written, err
 		}
-		path := filepath.Join(dir, SanitizeModelName(m), "results_"+dateID+".json")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return nil, fmt.Errorf("write lm-eval results: %w", err)
-		}
-		written = append(written, path)
 	}
 	return written, nil
+}
+
+// lmevalModels groups the dataset's columns by model fingerprint.
+func lmevalModels(ds *Dataset) []*lmevalModel {
+	var out []*lmevalModel
+	byFP := map[string]*lmevalModel{}
+	for _, td := range ds.Tasks {
+		perModel := map[string]*lmevalTask{}
+		for ci, c := range td.Columns {
+			m := byFP[c.Fingerprint]
+			if m == nil {
+				m = &lmevalModel{fp: c.Fingerprint, name: c.Model, chat: c.Chat, dtype: c.DType}
+				byFP[c.Fingerprint] = m
+				out = append(out, m)
+			}
+			t := perModel[c.Fingerprint]
+			if t == nil {
+				t = &lmevalTask{td: td}
+				perModel[c.Fingerprint] = t
+				m.tasks = append(m.tasks, t)
+			}
+			t.cols = append(t.cols, ci)
+		}
+		for _, t := range perModel {
+			budgets := map[int]bool{}
+			for _, ci := range t.cols {
+				budgets[td.Columns[ci].Budget] = true
+			}
+			for _, m := range td.Metrics {
+				if m != generate.Unscorable && m != generate.NoneScored {
+					t.metrics = append(t.metrics, m)
+				}
+			}
+			own := ""
+			if td.Info != nil {
+				own = td.Info.OwnSetting
+			}
+			seen := map[string]int{}
+			for _, ci := range t.cols {
+				c := td.Columns[ci]
+				var parts []string
+				for _, m := range t.metrics {
+					if _, part := splitKey(m); !slices.Contains(parts, part) {
+						parts = append(parts, part)
+					}
+				}
+				if len(parts) == 0 {
+					parts = []string{""}
+				}
+				for _, part := range parts {
+					f := LMEvalFilter(c, len(budgets) > 1)
+					if part != "" {
+						f = part
+						if c.Setting != own || len(budgets) > 1 {
+							f = part + "@" + LMEvalFilter(c, len(budgets) > 1)
+						}
+					}
+					if seen[f]++; seen[f] > 1 {
+						f += "#" + strconv.Itoa(seen[f])
+					}
+					g := lmevalGroup{col: ci, part: part, filter: f}
+					for _, m := range t.metrics {
+						if _, p := splitKey(m); p == part {
+							g.metrics = append(g.metrics, m)
+						}
+					}
+					t.groups = append(t.groups, g)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeModel writes one model's samples files and results file.
+func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel, opt LMEvalOptions) ([]string, error) {
+	if err := root.MkdirAll(folder, 0o755); err != nil {
+		return nil, fmt.Errorf("write lm-eval files: %w", err)
+	}
+	dateID := strings.ReplaceAll(now.Format("2006-01-02T15:04:05.000000"), ":", "-")
+	out := map[string]any{}
+	results, configs, versions, nshot, hib, nsamples, groups, hashes := map[string]any{}, map[string]any{}, map[string]any{},
+		map[string]any{}, map[string]any{}, map[string]any{}, map[string]any{}, map[string]string{}
+	tallyTasks := map[string]any{}
+	var written []string
+	for _, t := range m.tasks {
+		td := t.td
+		name := filepath.Join(folder, "samples_"+SanitizeTaskName(td.Task)+"_"+dateID+".jsonl")
+		hash, n, err := writeSamples(root, name, m, t)
+		if err != nil {
+			return written, err
+		}
+		written = append(written, filepath.Join(dir, name))
+		hashes[td.Task] = hash
+		res := map[string]any{"alias": td.Task, "name": td.Task}
+		taskHib := map[string]any{}
+		sampleLen := 0
+		failed := map[string]int{}
+		for _, r := range td.Rows {
+			for _, ci := range t.cols {
+				c := td.Columns[ci]
+				if r.Setting != c.Label || r.Model != c.Model {
+					continue
+				}
+				sampleLen = max(sampleLen, r.N)
+				g := t.groupOf(ci, r.Metric)
+				if g == nil || !slices.Contains(t.metrics, r.Metric) {
+					for _, g := range t.groups {
+						if g.col == ci {
+							failed[g.filter] = max(failed[g.filter], r.Failed)
+						}
+					}
+					continue
+				}
+				failed[g.filter] = max(failed[g.filter], r.Failed)
+				lm, _ := splitKey(r.Metric)
+				res[lm+","+g.filter] = jsonFloat(float64(r.Mean.Estimate))
+				res[lm+"_stderr,"+g.filter] = jsonFloat(float64(r.Stderr))
+				taskHib[lm] = true
+			}
+		}
+		res["sample_len"] = sampleLen
+		results[td.Task] = res
+		groups[td.Task] = []string{}
+		hib[td.Task] = taskHib
+		versions[td.Task] = nil
+		nshot[td.Task] = 0
+		if td.Info != nil {
+			versions[td.Task] = td.Info.Version
+			nshot[td.Task] = td.Info.FewShot
+		}
+		original := td.Total
+		if original < n {
+			original = n
+		}
+		nsamples[td.Task] = map[string]int{"original": original, "effective": n}
+		configs[td.Task] = taskConfig(t, m)
+		metricNames := map[string]string{}
+		for _, mk := range t.metrics {
+			lm, _ := splitKey(mk)
+			metricNames[lm] = mk
+		}
+		filters := map[string]any{}
+		for _, g := range t.groups {
+			c := td.Columns[g.col]
+			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part}
+		}
+		tallyTasks[td.Task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed}
+	}
+	mo := opt.Models[m.fp]
+	var limit any
+	for _, t := range m.tasks {
+		if t.td.Limit > 0 {
+			limit = t.td.Limit
+		}
+	}
+	var batch any
+	if mo.BatchSize > 0 {
+		batch = mo.BatchSize
+	}
+	var device any
+	if mo.Device != "" {
+		device = mo.Device
+	}
+	var dtype any // lm-eval's model_dtype: null when unknown
+	if m.dtype != "" {
+		dtype = m.dtype
+	}
+	var tmpl, tmplSHA any
+	if mo.ChatTemplate != "" {
+		tmpl, tmplSHA = mo.ChatTemplate, hashString(mo.ChatTemplate)
+	}
+	out["results"], out["group_subtasks"], out["configs"], out["versions"] = results, groups, configs, versions
+	out["n-shot"], out["higher_is_better"], out["n-samples"] = nshot, hib, nsamples
+	out["config"] = map[string]any{"model": "tally", "model_args": "pretrained=" + m.name, "model_dtype": dtype, "batch_size": batch, "batch_sizes": []int{},
+		"device": device, "use_cache": nil, "limit": limit, "bootstrap_iters": 100000, "gen_kwargs": nil,
+		"random_seed": nil, "numpy_seed": nil, "torch_seed": nil, "fewshot_seed": nil}
+	out["git_hash"] = nil
+	out["date"] = unixSeconds(opt.Start)
+	out["pretty_env_info"] = "N/A (torch not installed)"
+	out["transformers_version"] = "N/A"
+	out["lm_eval_version"] = "N/A (written by tally " + opt.Version + ")"
+	out["upper_git_hash"] = nil
+	out["task_hashes"] = hashes
+	out["model_source"] = "tally"
+	out["model_name"] = m.name
+	out["model_name_sanitized"] = SanitizeModelName(m.name)
+	out["system_instruction"], out["system_instruction_sha"] = nil, nil
+	out["fewshot_as_multiturn"] = false
+	out["chat_template"], out["chat_template_sha"] = tmpl, tmplSHA
+	out["start_time"], out["end_time"] = unixSeconds(opt.Start), unixSeconds(opt.End)
+	out["total_evaluation_time_seconds"] = strconv.FormatFloat(opt.End.Sub(opt.Start).Seconds(), 'f', -1, 64)
+	out["tally"] = map[string]any{"version": opt.Version, "fingerprint": m.fp, "chat": m.chat, "backend": mo.Backend, "tasks": tallyTasks}
+	b, err := marshalPy(out, true)
+	if err != nil {
+		return written, fmt.Errorf("write lm-eval results: %w", err)
+	}
+	name := filepath.Join(folder, "results_"+dateID+".json")
+	if err := root.WriteFile(name, b, 0o644); err != nil {
+		return written, fmt.Errorf("write lm-eval results: %w", err)
+	}
+	return append(written, filepath.Join(dir, name)), nil
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// taskConfig is configs[task]: lm-eval's TaskConfig.to_dict() fields, with
+// tally's values (the task's own lm-eval config first, when it has one).
+func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
+	td := t.td
+	cfg := map[string]any{}
+	info := td.Info
+	if info == nil {
+		info = &TaskInfo{}
+	}
+	for k, v := range info.LMEvalConfig {
+		cfg[k] = v
+	}
+	set := func(k string, v any) {
+		if _, ok := cfg[k]; !ok {
+			cfg[k] = v
+		}
+	}
+	set("task", td.Task)
+	if info.Data != "" {
+		set("dataset_path", info.Data)
+	}
+	if info.Prompt != "" {
+		set("doc_to_text", info.Prompt)
+	}
+	if info.Target != "" {
+		set("doc_to_target", info.Target)
+	}
+	set("unsafe_code", false)
+	set("description", "")
+	set("target_delimiter", "")
+	sep := info.FewShotSeparator
+	if sep == "" {
+		sep = "\n\n"
+	}
+	set("fewshot_delimiter", sep)
+	set("num_fewshot", info.FewShot)
+	metricList := []map[string]any{}
+	seenMetric := map[string]bool{}
+	for _, mk := range t.metrics {
+		if lm, _ := splitKey(mk); !seenMetric[lm] {
+			seenMetric[lm] = true
+			metricList = append(metricList, map[string]any{"metric": lm, "aggregation": "mean", "higher_is_better": true})
+		}
+	}
+	set("metric_list", metricList)
+	set("output_type", "generate_until")
+	maxBudget := 0
+	for _, ci := range t.cols {
+		maxBudget = max(maxBudget, td.Columns[ci].Budget)
+	}
+	// filter_list names every filter the files use: a stop setting's cut
+	// (tally_stop), then the lm-eval filter pipeline its metric keys
+	// name, if any (the task's own setting is the lm-eval task's own
+	// generation: no cut of tally's before its pipeline).
+	var filterList []map[string]any
+	for _, g := range t.groups {
+		c := td.Columns[g.col]
+		var pipeline []map[string]any
+		if g.part == "" || c.Setting != info.OwnSetting {
+			pipeline = append(pipeline, map[string]any{"function": "tally_stop", "until": nonNil(c.Seqs()), "max_gen_toks": c.Budget})
+		}
+		if own, ok := info.Filters[g.part]; ok && g.part != "" {
+			pipeline = append(pipeline, own...)
+		} else {
+			pipeline = append(pipeline, map[string]any{"function": "take_first"})
+		}
+		filterList = append(filterList, map[string]any{"name": g.filter, "filter": pipeline})
+	}
+	cfg["filter_list"] = filterList
+	set("generation_kwargs", map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0})
+	set("repeats", 1)
+	set("filter_list", filterList)
+	set("should_decontaminate", false)
+	if info.Version != nil {
+		set("metadata", map[string]any{"version": info.Version})
+	}
+	return cfg
+}
+
+// sharedSeqs are the stop sequences every one of the columns has: the
+// only ones a generation serving them all may stop on (lm-eval's until).
+func sharedSeqs(td *TaskData, cols []int) []string {
+	out := []string{}
+	if len(cols) == 0 {
+		return out
+	}
+	for _, q := range td.Columns[cols[0]].Seqs() {
+		all := true
+		for _, ci := range cols[1:] {
+			all = all && slices.Contains(td.Columns[ci].Seqs(), q)
+		}
+		if all {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// writeSamples writes a model's samples file of a task: per filter (in
+// column order), one line per sample in document order, as lm-eval
+// iterates; it returns lm-eval's task hash (the hash of every line's
+// doc, prompt and target hashes, in order) and the number of documents.
+func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, error) {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return "", 0, fmt.Errorf("write lm-eval samples: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	td := t.td
+	var samples []*SampleData
+	for _, sd := range td.Samples {
+		if sd.Fingerprint == m.fp {
+			samples = append(samples, sd)
+		}
+	}
+	docIDs := docIndices(samples)
+	order := make([]int, len(samples))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(docIDs[a], docIDs[b]) })
+	maxBudget := 0
+	for _, ci := range t.cols {
+		maxBudget = max(maxBudget, td.Columns[ci].Budget)
+	}
+	kwargs := map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0}
+	var hashes strings.Builder
+	docs := map[int]bool{}
+	var werr error
+	for gi := range t.groups {
+		g := &t.groups[gi]
+		for _, i := range order {
+			sd := samples[i]
+			sc := sd.Under[g.col]
+			if sc == nil {
+				continue
+			}
+			docs[i] = true
+			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs)
+			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
+			b, err := json.Marshal(line)
+			if err != nil {
+				werr = fmt.Errorf("write lm-eval sample %s: %w", sd.ID, err)
+				break
+			}
+			w.Write(b)
+			w.WriteByte('\n')
+		}
+	}
+	werr = errors.Join(werr, w.Flush(), f.Close())
+	if werr != nil {
+		return "", 0, fmt.Errorf("write %s: %w", name, werr)
+	}
+	return hashString(hashes.String()), len(docs), nil
+}
+
+// docIndices are the samples' document indices (lm-eval's doc_id): their
+// indices in the task's data when every one is known, else their ids when
+// every id is a number, else the rank of each id among the samples' (ids
+// numerically when they are numbers). Distinct samples get distinct ids
+// (a model's samples have distinct ids).
+func docIndices(samples []*SampleData) []int {
+	out := make([]int, len(samples))
+	indexed, numeric := true, true
+	seen := map[int]bool{}
+	for i, sd := range samples {
+		indexed = indexed && sd.Index >= 0 && !seen[sd.Index]
+		seen[sd.Index] = true
+		n, err := strconv.Atoi(sd.ID)
+		numeric = numeric && err == nil && n >= 0
+		out[i] = n
+	}
+	switch {
+	case indexed:
+		for i, sd := range samples {
+			out[i] = sd.Index
+		}
+	case numeric:
+	default:
+		order := make([]int, len(samples))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return compareIDs(samples[a].ID, samples[b].ID) })
+		for r, i := range order {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// targetText is lm-eval's target (str(doc_to_target(doc))): the target
+// the task rendered, else the first gold answer (a list of spans joined
+// by ", ", as tally's DROP target is), else the references as JSON.
+func targetText(sd *SampleData) string {
+	if sd.Target != nil {
+		return *sd.Target
+	}
+	var s string
+	if json.Unmarshal(sd.Refs, &s) == nil {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(sd.Refs, &list) == nil && len(list) > 0 {
+		return list[0]
+	}
+	var spans [][]string
+	if json.Unmarshal(sd.Refs, &spans) == nil && len(spans) > 0 {
+		return strings.Join(spans[0], ", ")
+	}
+	return string(sd.Refs)
+}
+
+// docOf is lm-eval's doc: the data row the sample was made from, else
+// (a sample stored by an older tally, or built by a loader of its own)
+// the sample's metadata with its id and references.
+func docOf(sd *SampleData) json.RawMessage {
+	if len(sd.Doc) > 0 && sd.Doc[0] == '{' {
+		return sd.Doc
+	}
+	doc := map[string]any{}
+	_ = json.Unmarshal(sd.Metadata, &doc)
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	doc["id"] = sd.ID
+	var refs any
+	_ = json.Unmarshal(sd.Refs, &refs)
+	doc["references"] = refs
+	b, _ := marshalPy(doc, false)
+	return b
+}
+
+func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Scored, kwargs map[string]any) LMEvalSample {
+	c := td.Columns[g.col]
+	doc := docOf(sd)
+	target := targetText(sd)
+	// lm-eval hashes json.dumps(doc, indent=2, ensure_ascii=False).
+	var docMap any
+	_ = json.Unmarshal(doc, &docMap)
+	docJSON, _ := marshalPy(docMap, true)
+	line := LMEvalSample{
+		DocID: docID, Doc: doc, Target: target,
+		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
+		Resps:     [][]string{{sd.Text}}, FilteredResps: []string{sc.Prediction}, Filter: g.filter, Metrics: []string{},
+		DocHash: hashString(string(docJSON)), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
+		MetricValues: map[string]float64{},
+		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
+			Seqs: nonNil(c.Seqs()), Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens,
+			Failed: sc.Failed, Imported: sd.Imported, Metadata: sd.Metadata, References: sd.Refs},
+	}
+	if sc.Failed == "" {
+		line.Tally.Scores = map[string]*float64{}
+		for m, v := range sc.Values {
+			if finite(v) {
+				line.Tally.Scores[m] = &v
+			} else {
+				line.Tally.Scores[m] = nil
+			}
+		}
+	}
+	for _, m := range g.metrics {
+		v, ok := sc.Values[m]
+		if !ok && sc.Failed != "" {
+			v, ok = 0, true
+		}
+		if !ok {
+			continue
+		}
+		lm, _ := splitKey(m)
+		line.Metrics = append(line.Metrics, lm)
+		if finite(v) {
+			line.MetricValues[lm] = v
+		}
+	}
+	return line
 }
 
 func nonNil(xs []string) []string {
@@ -249,36 +787,4 @@ func nonNil(xs []string) []string {
 		return []string{}
 	}
 	return xs
-}
-
-func lmevalLine(docID int, task string, c Column, sd *SampleData, sc *Scored, metrics []string) LMEvalSample {
-	var doc map[string]any
-	if err := json.Unmarshal(sd.Metadata, &doc); err != nil || doc == nil {
-		doc = map[string]any{}
-	}
-	doc["id"] = sd.ID
-	var refs any
-	_ = json.Unmarshal(sd.Refs, &refs)
-	doc["references"] = refs
-	target := string(sd.Refs)
-	docJSON, _ := json.MarshalIndent(doc, "", "  ")
-	line := LMEvalSample{
-		DocID: docID, Doc: doc, Target: target,
-		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt,
-			"arg_1": map[string]any{"until": nonNil(c.Seqs()), "max_gen_toks": c.Budget, "do_sample": false}}},
-		Resps: [][]string{{sc.Prediction}}, FilteredResps: []string{sc.Prediction}, Filter: "none",
-		DocHash: hashString(string(docJSON)), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
-		MetricValues: map[string]float64{},
-		Tally: &TallyExtra{Task: task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Setting: c.Setting, Seqs: nonNil(c.Seqs()),
-			Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, Imported: sd.Imported, Metadata: sd.Metadata, References: sd.Refs},
-	}
-	for _, m := range metrics {
-		if v, ok := sc.Values[m]; ok {
-			line.Metrics = append(line.Metrics, m)
-			if finite(v) {
-				line.MetricValues[m] = v
-			}
-		}
-	}
-	return line
 }

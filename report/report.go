@@ -7,11 +7,11 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -31,17 +31,36 @@ import (
 const Level = 0.95
 
 // Row is one (task, metric, column) line of a comparison; a column is a
-// stop setting, prefixed by the model when models are compared.
+// stop setting, prefixed by the model when models are compared. Every
+// command and report makes its rows with one function (summarise), from
+// the store (Load) or from a run's results (FromResults, Compare), so
+// that n, failed and the means cannot disagree between them.
 type Row struct {
-	Task    string `json:"task"`
-	Metric  string `json:"metric"`
+	Task   string `json:"task"`
+	Metric string `json:"metric"`
+	// Setting labels the column ("setting" alone, or "model setting"
+	// when models are compared; "(chat)" marks a chat run).
 	Setting string `json:"setting"`
+	// Model, Chat, Stop, Seqs and Budget are the column the label names:
+	// the model, whether it was prompted through its chat template, the
+	// stop setting's name and sequences, and the token budget.
+	Model  string   `json:"model,omitempty"`
+	Chat   bool     `json:"chat,omitempty"`
+	Stop   string   `json:"stop"`
+	Seqs   []string `json:"stop_sequences"`
+	Budget int      `json:"budget,omitempty"`
 	// N is the number of samples in the mean: Scored plus Failed (which
 	// count as 0).
-	N      int      `json:"n"`
-	Scored int      `json:"n_scored"`
-	Failed int      `json:"n_failed"`
-	Mean   Interval `json:"mean"`
+	N      int `json:"n"`
+	Scored int `json:"n_scored"`
+	Failed int `json:"n_failed"`
+	// FailedSamples lists the failed samples with the reason, in sample
+	// order.
+	FailedSamples []FailedSample `json:"failed_samples,omitempty"`
+	Mean          Interval       `json:"mean"`
+	// Stderr is the standard error of the mean (lm-eval's mean_stderr:
+	// the sample standard deviation over sqrt(n)), null below two samples.
+	Stderr generate.Mean `json:"stderr"`
 	// Diff is the paired difference against the column named by Against,
 	// over the samples both have (absent for the first column): for the
 	// first model, its first setting; for a model compared with --against,
@@ -49,6 +68,13 @@ type Row struct {
 	Diff    *Interval `json:"diff,omitempty"`
 	Against string    `json:"diff_against,omitempty"`
 	Changed []Changed `json:"changed,omitempty"`
+}
+
+// FailedSample is a sample whose generation failed (backend error, prompt
+// beyond the context): it counts as 0 in every mean.
+type FailedSample struct {
+	SampleID string `json:"sample_id"`
+	Reason   string `json:"reason"`
 }
 
 // Interval is a stats.Interval whose undefined bounds are written to JSON
@@ -90,93 +116,25 @@ func num(format string, x generate.Mean) string {
 }
 
 // Compare makes one row per (task, metric, column): every stop setting of
-// every model's results (models names them when there are several). The
+// every model's results (models name them when there are several). The
 // first model's columns are paired by sample with its first setting (stop
 // settings compared); every other model's column is paired by sample with
-// the first model's column at the same setting (models compared).
+// the first model's column at the same setting (models compared). It is
+// FromResults' figures, without samples.
 func Compare(jobs []*generate.Job, models []string, results []generate.Results) []Row {
+	runs := make([]RunResults, len(results))
+	for i, res := range results {
+		runs[i].Results = res
+		if i < len(models) {
+			runs[i].Model = models[i]
+		}
+	}
+	ds, _ := FromResults(context.Background(), nil, jobs, runs, FromOptions{ModelLabels: len(models) > 0})
 	var rows []Row
-	for _, j := range jobs {
-		metrics := map[string]bool{}
-		for _, res := range results {
-			for _, m := range res.Metrics(j.Task) {
-				metrics[m] = true
-			}
-		}
-		names := make([]string, 0, len(metrics))
-		for m := range metrics {
-			names = append(names, m)
-		}
-		sort.Strings(names)
-		for _, m := range names {
-			base := make([]map[string]generate.SampleScore, len(j.Settings))
-			labels := make([]string, len(j.Settings))
-			for mi, res := range results {
-				for si, set := range j.Settings {
-					xs := res[j.Task][set.Name][m]
-					vals := make([]float64, len(xs))
-					byID := make(map[string]generate.SampleScore, len(xs))
-					failed := 0
-					for i, x := range xs {
-						vals[i] = x.Value
-						byID[x.SampleID] = x
-						if x.Failed != "" {
-							failed++
-						}
-					}
-					label := set.String()
-					if len(models) > 0 {
-						label = models[mi] + " " + label
-					}
-					row := Row{Task: j.Task, Metric: m, Setting: label, N: len(xs), Scored: len(xs) - failed, Failed: failed,
-						Mean: interval(stats.MeanInterval(vals, Level))}
-					if len(xs) == 0 {
-						nan := generate.Mean(math.NaN())
-						row.Mean = Interval{nan, nan, nan}
-					}
-					switch {
-					case mi == 0 && si == 0:
-					case mi == 0:
-						row.Diff, row.Changed = pair(base[0], byID)
-						row.Against = labels[0]
-					default:
-						row.Diff, row.Changed = pair(base[si], byID)
-						row.Against = labels[si]
-					}
-					if mi == 0 {
-						base[si], labels[si] = byID, label
-					}
-					rows = append(rows, row)
-				}
-			}
-		}
+	for _, td := range ds.Tasks {
+		rows = append(rows, td.Rows...)
 	}
 	return rows
-}
-
-// pair pairs a column's scores with another column's by sample id and
-// returns the paired difference (this minus other) and the samples whose
-// score changed.
-func pair(first, this map[string]generate.SampleScore) (*Interval, []Changed) {
-	ids := make([]string, 0, len(this))
-	for id := range this {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var a, b []float64
-	var ch []Changed
-	for _, id := range ids {
-		x, ok := first[id]
-		if !ok {
-			continue
-		}
-		y := this[id]
-		a, b = append(a, x.Value), append(b, y.Value)
-		if x.Value != y.Value {
-			ch = append(ch, Changed{id, generate.Mean(x.Value), generate.Mean(y.Value), x.Prediction, y.Prediction})
-		}
-	}
-	return pairedInterval(a, b), ch
 }
 
 // pairedInterval is the paired difference b-a with its interval (all NaN
@@ -212,8 +170,46 @@ func anyFailed(rows []Row) bool {
 	return false
 }
 
-// Text writes the rows as an aligned table, then at most showChanged
-// changed samples per row.
+// failedList is every failed sample of the rows once per task and model:
+// "task/id (model): reason" (the model when rows name one).
+func failedList(rows []Row) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		for _, f := range r.FailedSamples {
+			who := ""
+			if r.Model != "" {
+				who = " (" + ModelLabel(r.Model, r.Chat) + ")"
+			}
+			line := r.Task + "/" + f.SampleID + who + ": " + f.Reason
+			if !seen[line] {
+				seen[line] = true
+				out = append(out, line)
+			}
+		}
+	}
+	return out
+}
+
+// WriteFailed writes, when any row has failed samples, how they enter the
+// figures and at most max of them (then how many more), one a line.
+func WriteFailed(w io.Writer, rows []Row, max int) {
+	if !anyFailed(rows) {
+		return
+	}
+	fmt.Fprintln(w, "note: "+FailedNote)
+	list := failedList(rows)
+	for i, l := range list {
+		if i == max {
+			fmt.Fprintf(w, "  … and %d more failed samples (--format json lists them all)\n", len(list)-i)
+			break
+		}
+		fmt.Fprintf(w, "  failed: %s\n", l)
+	}
+}
+
+// Text writes the rows as an aligned table, the failed samples, then at
+// most showChanged changed samples per row.
 func Text(w io.Writer, rows []Row, showChanged int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "task\tmetric\tsetting\tn\tfailed\tmean\t95% CI\tdiff\t95% CI\tagainst\tchanged")
@@ -224,9 +220,7 @@ func Text(w io.Writer, rows []Row, showChanged int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if anyFailed(rows) {
-		fmt.Fprintln(w, "note: "+FailedNote)
-	}
+	WriteFailed(w, rows, max(showChanged, 10))
 	for _, r := range rows {
 		if len(r.Changed) == 0 || showChanged <= 0 {
 			continue
@@ -243,10 +237,27 @@ func Text(w io.Writer, rows []Row, showChanged int) error {
 	return nil
 }
 
-// mdEscape escapes what would break a Markdown table cell.
-func mdEscape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", `\n`, "\r", `\r`).Replace(s)
+// mdEscape makes text from the store (task names, paths, sample ids,
+// model output) plain text in a Markdown cell or heading: HTML is written
+// as entities (no <img onerror=…> reaches a renderer), Markdown's
+// punctuation is backslash-escaped, a "|" cannot end a table cell, and
+// line breaks show as \n.
+func mdEscape(s string) string { return mdReplacer.Replace(s) }
+
+var mdReplacer = strings.NewReplacer(
+	"&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;",
+	"\\", "\\\\", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]", "~", "\\~",
+	"\n", "\\n", "\r", "\\r",
+)
+
+// mdCode is text from the store as inline code in a Markdown cell: a
+// <code> element whose content is HTML-escaped (a backtick in it cannot
+// end it, a "|" cannot end the cell), with line breaks shown as \n.
+func mdCode(s string) string {
+	return "<code>" + mdCodeReplacer.Replace(s) + "</code>"
 }
+
+var mdCodeReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "&#124;", "\n", "\\n", "\r", "\\r")
 
 // Markdown writes the rows as a Markdown document with a title.
 func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
@@ -255,24 +266,32 @@ func Markdown(w io.Writer, title string, rows []Row, showChanged int) error {
 		mean, ci, diff, dci := r.cells()
 		against := ""
 		if r.Against != "" {
-			against = "`" + mdEscape(r.Against) + "`"
+			against = mdCode(r.Against)
 		}
-		fmt.Fprintf(w, "| %s | %s | `%s` | %d | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting), r.N, r.Failed, mean, ci, diff, dci, against, len(r.Changed))
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %d |\n", mdEscape(r.Task), mdEscape(r.Metric), mdCode(r.Setting), r.N, r.Failed, mean, ci, diff, dci, against, len(r.Changed))
 	}
 	if anyFailed(rows) {
-		fmt.Fprintf(w, "\n%s.\n", FailedNote)
+		fmt.Fprintf(w, "\n%s.\n\n", FailedNote)
+		list := failedList(rows)
+		for i, l := range list {
+			if i == max(showChanged, 10) {
+				fmt.Fprintf(w, "- … and %d more failed samples (--format json lists them all)\n", len(list)-i)
+				break
+			}
+			fmt.Fprintf(w, "- failed: %s\n", mdEscape(l))
+		}
 	}
 	for _, r := range rows {
 		if len(r.Changed) == 0 || showChanged <= 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n## %s %s: changed under `%s`\n\n| sample | first | this | first prediction | this prediction |\n|---|---|---|---|---|\n", mdEscape(r.Task), mdEscape(r.Metric), mdEscape(r.Setting))
+		fmt.Fprintf(w, "\n## %s %s: changed under %s\n\n| sample | first | this | first prediction | this prediction |\n|---|---|---|---|---|\n", mdEscape(r.Task), mdEscape(r.Metric), mdCode(r.Setting))
 		for i, c := range r.Changed {
 			if i == showChanged {
 				fmt.Fprintf(w, "\n… %d more.\n", len(r.Changed)-i)
 				break
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | `%s` | `%s` |\n", mdEscape(c.SampleID), num("%.4g", c.First), num("%.4g", c.This), mdEscape(c.FirstPrediction), mdEscape(c.ThisPrediction))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", mdEscape(c.SampleID), num("%.4g", c.First), num("%.4g", c.This), mdCode(c.FirstPrediction), mdCode(c.ThisPrediction))
 		}
 	}
 	return nil
@@ -285,6 +304,7 @@ var htmlPage = template.Must(template.New("report").Parse(`<!doctype html>
 <table><tr><th>task</th><th>metric</th><th>setting</th><th>n</th><th>failed</th><th>mean</th><th>95% CI</th><th>diff</th><th>95% CI</th><th>against</th><th>changed</th></tr>
 {{range .Rows}}<tr><td>{{.Task}}</td><td>{{.Metric}}</td><td><code>{{.Setting}}</code></td><td class="n">{{.N}}</td><td class="n">{{.Failed}}</td><td class="n">{{.Mean}}</td><td>{{.CI}}</td><td class="n">{{.Diff}}</td><td>{{.DCI}}</td><td><code>{{.Against}}</code></td><td class="n">{{.Changed}}</td></tr>
 {{end}}</table>{{if .Note}}<p>{{.Note}}.</p>{{end}}
+{{if .Failed}}<h2>failed samples</h2><ul class="failed">{{range .Failed}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{range .Changed}}<h2>{{.Head}}</h2><table><tr><th>sample</th><th>first</th><th>this</th><th>first prediction</th><th>this prediction</th></tr>
 {{range .Items}}<tr><td>{{.SampleID}}</td><td class="n">{{.First}}</td><td class="n">{{.This}}</td><td><code>{{.FirstPrediction}}</code></td><td><code>{{.ThisPrediction}}</code></td></tr>
 {{end}}</table>{{if .More}}<p>… {{.More}} more.</p>{{end}}
@@ -309,10 +329,11 @@ func HTML(w io.Writer, title string, rows []Row, showChanged int) error {
 	data := struct {
 		Title, Note string
 		Rows        []line
+		Failed      []string
 		Changed     []section
 	}{Title: title}
 	if anyFailed(rows) {
-		data.Note = FailedNote
+		data.Note, data.Failed = FailedNote, failedList(rows)
 	}
 	for _, r := range rows {
 		mean, ci, diff, dci := r.cells()

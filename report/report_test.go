@@ -48,7 +48,7 @@ func TestRenderers(t *testing.T) {
 		not    []string
 	}{
 		{"text", func(b *bytes.Buffer) error { return Text(b, rows, 10) }, []string{"dot=.", `nl=\n`, "+0.5000", `"12" → "12.5"`}, nil},
-		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, "T|x", rows, 10) }, []string{"# T\\|x", "| t | em | `dot=.` | 2 | 0 | 0.5000 |"}, nil},
+		{"markdown", func(b *bytes.Buffer) error { return Markdown(b, "T|x", rows, 10) }, []string{"# T&#124;x", "| t | em | <code>dot=.</code> | 2 | 0 | 0.5000 |"}, nil},
 		{"html", func(b *bytes.Buffer) error { return HTML(b, "<b>T</b>", rows, 10) }, []string{"<title>&lt;b&gt;T&lt;/b&gt;</title>", "12.5"}, []string{"<b>T</b>"}},
 	}
 	for _, tc := range tests {
@@ -119,5 +119,42 @@ func TestUndefinedFigures(t *testing.T) {
 		if strings.Contains(b.String(), "NaN") || !strings.Contains(b.String(), "n/a") || !strings.Contains(b.String(), "count as 0") {
 			t.Errorf("%s:\n%s", name, b.String())
 		}
+	}
+}
+
+// TestMarkdownEscapes is issue 23's finding that the Markdown report
+// printed task names and paths raw: a "|" in a task, a path or a setting
+// cannot split a table cell, an <img onerror=…> reaches no renderer as
+// HTML, and a backtick cannot end a code span.
+func TestMarkdownEscapes(t *testing.T) {
+	hostile := "x|y<img src=x onerror=alert(1)>"
+	job := &generate.Job{Task: hostile, Settings: []generate.StopSetting{{Name: "a`|b", Seqs: []string{"."}}, {Name: "nl", Seqs: []string{"\n"}}}}
+	res := generate.Results{hostile: {
+		"a`|b": {"em|<b>": {{SampleID: "s|1", Value: 0, Prediction: "<img src=y>|"}, {SampleID: "s2", Failed: "error: <script>|"}}},
+		"nl":   {"em|<b>": {{SampleID: "s|1", Value: 1, Prediction: "`|`"}, {SampleID: "s2", Failed: "error: <script>|"}}},
+	}}
+	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	var b bytes.Buffer
+	if err := Markdown(&b, "tally report: /tmp/a|b/<img src=z onerror=alert(2)>.db", rows, 10); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	if strings.Contains(md, "<img") || strings.Contains(md, "<script") || strings.Contains(md, "<b>") {
+		t.Errorf("raw HTML in the Markdown:\n%s", md)
+	}
+	for _, l := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			continue
+		}
+		want := 12 // 11 cells
+		if strings.HasPrefix(l, "| sample") || strings.Count(l, "|") == 6 {
+			want = 6
+		}
+		if n := strings.Count(l, "|"); n != want {
+			t.Errorf("row split into %d cells by a '|' from the store: %s", n-1, l)
+		}
+	}
+	if !strings.Contains(md, "# tally report: /tmp/a&#124;b/&lt;img src=z onerror=alert(2)&gt;.db") {
+		t.Errorf("title not escaped:\n%s", md)
 	}
 }

@@ -168,23 +168,20 @@ func (c *Checker) sample(task, id string) (*datasets.Sample, error) {
 	return smp, nil
 }
 
-// ToStore is the stored form of a sample: its metadata and share key kept
-// as JSON beside the prompt and references.
+// ToStore is the stored form of a sample: its metadata and share key (and
+// what reports show of its data row) kept as JSON (datasets.Stored) beside
+// the prompt and references.
 func ToStore(s datasets.Sample) store.Sample {
-	meta, _ := json.Marshal(storedMeta{s.Metadata, s.ShareKey})
+	meta, _ := json.Marshal(datasets.ToStored(s))
 	return store.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, Refs: s.References, Metadata: meta}
 }
 
 // FromStore is the sample a stored one (ToStore) was made from.
 func FromStore(s store.Sample) (*datasets.Sample, error) {
-	var meta storedMeta
+	var meta datasets.Stored
 	if err := json.Unmarshal(s.Metadata, &meta); err != nil {
 		return nil, fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
 	}
-	return &datasets.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, References: s.Refs, Metadata: meta.Metadata, ShareKey: meta.ShareKey}, nil
-}
-
-type storedMeta struct {
-	Metadata map[string]any `json:"metadata"`
-	ShareKey string         `json:"share_key"`
+	return &datasets.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, References: s.Refs, Metadata: meta.Metadata, ShareKey: meta.ShareKey,
+		Doc: meta.Doc, Target: meta.Target, Index: meta.Index}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"tally/datasets"
@@ -40,6 +41,27 @@ type Metric struct {
 	// Line is the metric's own line format for `tally metric`; nil derives
 	// it from Score.
 	Line *LineMetric
+	// LMEvalNames maps a score key Score returns to the metric name
+	// lm-evaluation-harness's own task gives the same number (DROP's
+	// "drop.f1" is lm-eval's "f1"), for the lm-eval files tally writes; a
+	// key not in it is written as it is.
+	LMEvalNames map[string]string
+}
+
+// LMEvalName is the name lm-eval files give a score key: the LMEvalNames
+// entry of the metric that produces it (the part of the key before its
+// last "." names the metric, else the key itself), or the key unchanged.
+func LMEvalName(key string) string {
+	family := key
+	if i := strings.LastIndexByte(key, '.'); i > 0 {
+		family = key[:i]
+	}
+	if m, ok := Lookup(family); ok {
+		if n, ok := m.LMEvalNames[key]; ok {
+			return n
+		}
+	}
+	return key
 }
 
 // LineMetric is a metric as `tally metric NAME` exposes it: one JSON object

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tally/internal/redact"
 )
 
 // This file holds the read-only queries that browse a store as a whole
@@ -57,6 +59,9 @@ type Inventory struct {
 	Cells  []Cell            `json:"cells"`
 	// LastRun is the newest run of each fingerprint.
 	LastRun map[string]Run `json:"last_run"`
+	// Runs counts every recorded run by status (RunDead for those whose
+	// process died before closing them).
+	Runs map[string]int `json:"runs"`
 }
 
 // Models maps every fingerprint with stored generations or runs to the
@@ -95,12 +100,13 @@ func (s *Store) Models(ctx context.Context) (map[string]string, error) {
 // counts, per model, task, setting and budget the scored samples and
 // metrics, and each model's last run.
 func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
-	inv := &Inventory{Models: map[string]string{}, LastRun: map[string]Run{}}
+	inv := &Inventory{Models: map[string]string{}, LastRun: map[string]Run{}, Runs: map[string]int{}}
 	runs, err := s.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range runs { // newest first
+		inv.Runs[r.Status]++
 		if _, ok := inv.LastRun[r.Fingerprint]; !ok {
 			inv.LastRun[r.Fingerprint] = r
 			inv.Models[r.Fingerprint] = r.Model
@@ -488,7 +494,7 @@ func (s *Store) ReadGenerationsOf(ctx context.Context, f Filter) (map[string]Gen
 			&g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
 			return nil, fmt.Errorf("read generations: %w", err)
 		}
-		g.Stops = json.RawMessage(stops)
+		g.Stops, g.Error = json.RawMessage(stops), redact.String(g.Error)
 		out[g.Key] = g
 	}
 	return out, rows.Err()

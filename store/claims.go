@@ -105,7 +105,7 @@ const pgClaimLock int32 = 0x7a11
 func (s *Store) pgClaim(ctx context.Context, owner string, keys []string, limit int, lease time.Duration, unstored bool) (ClaimResult, error) {
 	var res ClaimResult
 	q := s.db.eng.rebind(pgClaimSQL(unstored))
-	err := s.db.eng.retry(ctx, func() error {
+	err := s.db.retry(ctx, func() error {
 		rows, err := s.db.DB.QueryContext(ctx, q, pgClaimArgs(owner, keys, limit, lease)...)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func (s *Store) pgClaimRead(ctx context.Context, owner string, keys []string, li
 	readQ := `SELECT ` + generationCols + ` FROM generations WHERE key IN (SELECT unnest($1::text[]))`
 	var res ClaimResult
 	var gens map[string]Generation
-	err := s.db.eng.retry(ctx, func() error {
+	err := s.db.retry(ctx, func() error {
 		c, err := s.db.DB.Conn(ctx)
 		if err != nil {
 			return err
@@ -392,14 +392,14 @@ func (s *Store) Renew(ctx context.Context, owner string, lease time.Duration) er
 func (s *Store) Release(ctx context.Context, owner string, keys []string) error {
 	if keys == nil {
 		if _, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=?`, owner); err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release claims: %w", s.named(err))
 		}
 		return nil
 	}
 	if s.db.eng == postgresEngine {
 		_, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE owner=? AND gen_key IN (SELECT unnest(?::text[]))`, owner, keys)
 		if err != nil {
-			return fmt.Errorf("release claims: %w", err)
+			return fmt.Errorf("release claims: %w", s.named(err))
 		}
 		return nil
 	}
@@ -431,7 +431,7 @@ func releaseIn(ctx context.Context, tx *txn, owner string, keys []string) error 
 // but what tally ls shows.
 func (s *Store) PruneClaims(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM claims WHERE expires_at <= `+s.db.eng.nowMS()); err != nil {
-		return fmt.Errorf("prune expired claims: %w", err)
+		return fmt.Errorf("prune expired claims: %w", s.named(err))
 	}
 	return nil
 }

@@ -23,7 +23,8 @@ const copyBatch = 1000
 // model's: its runs, generations and their scores, and the samples of the
 // tasks it generated for. Rows are copied as they are (text, token ids,
 // timestamps, digests), so dst reports exactly what the store reports.
-// Generations, scores and samples replace those with the same keys in dst;
+// Generations (except that a failed one never replaces a success),
+// scores and samples replace those with the same keys in dst;
 // runs are added with new ids (the generations and scores that name them
 // follow), except a run dst already holds (same start time, host, command
 // and model), which is reused: copying twice changes nothing. Claims and
@@ -56,8 +57,12 @@ func where(col, fingerprint string) (string, []any) {
 
 func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) (map[int64]int64, error) {
 	w, args := where("fingerprint", fingerprint)
+	beat := `NULL, 0`
+	if s.hasRunBeats() {
+		beat = `heartbeat_at, lease_ms`
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
-		generated_tokens,prompt_tokens,gen_seconds,stats FROM runs`+w+` ORDER BY id`, args...)
+		generated_tokens,prompt_tokens,gen_seconds,stats,`+beat+` FROM runs`+w+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("copy runs: %w", err)
 	}
@@ -68,12 +73,14 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 		command, config, version, host, backend, model, fingerprint, status, stats string
 		gen, prompt                                                                int64
 		secs                                                                       float64
+		beat                                                                       sql.NullInt64
+		lease                                                                      int64
 	}
 	var runs []run
 	for rows.Next() {
 		var r run
 		if err := rows.Scan(&r.id, &r.started, &r.finished, &r.command, &r.config, &r.version, &r.host, &r.backend, &r.model,
-			&r.fingerprint, &r.status, &r.gen, &r.prompt, &r.secs, &r.stats); err != nil {
+			&r.fingerprint, &r.status, &r.gen, &r.prompt, &r.secs, &r.stats, &r.beat, &r.lease); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("copy runs: %w", err)
 		}
@@ -92,9 +99,9 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 				r.started, r.host, r.command, r.fingerprint).Scan(&id)
 			if errors.Is(err, sql.ErrNoRows) {
 				err = tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
-					generated_tokens,prompt_tokens,gen_seconds,stats) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+					generated_tokens,prompt_tokens,gen_seconds,stats,heartbeat_at,lease_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
 					r.started, r.finished, r.command, r.config, r.version, r.host, r.backend, r.model, r.fingerprint, r.status,
-					r.gen, r.prompt, r.secs, r.stats).Scan(&id)
+					r.gen, r.prompt, r.secs, r.stats, r.beat, r.lease).Scan(&id)
 				st.Runs++
 			}
 			if err != nil {
@@ -135,7 +142,8 @@ func (s *Store) copyGenerations(ctx context.Context, dst *Store, fingerprint str
 			ON CONFLICT(key) DO UPDATE SET fingerprint=excluded.fingerprint, task=excluded.task, sample_id=excluded.sample_id,
 			prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids, offsets=excluded.offsets, n_tokens=excluded.n_tokens,
 			budget=excluded.budget, finish=excluded.finish, stops=excluded.stops, error=excluded.error, continued=excluded.continued,
-			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
+			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
+			WHERE `+keepsSuccess)
 	}, func(v []any) []any {
 		v[5] = dst.db.eng.text(str(v[5]))
 		v[6], v[7] = blob(v[6]), blob(v[7])

@@ -5,13 +5,17 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
-	"net/url"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"tally/internal/redact"
 )
 
 // The store speaks to two SQL engines through database/sql: SQLite (the
@@ -29,24 +33,66 @@ const (
 	postgresEngine
 )
 
-// IsPostgres reports whether a --store value names a PostgreSQL store
-// (a postgres:// or postgresql:// URL) rather than a SQLite file.
+// IsPostgres reports whether a --store value names a PostgreSQL store: a
+// postgres:// or postgresql:// URL, or a key=value connection string
+// ("host=… dbname=… password=…") — never a SQLite file, whose name would
+// then hold the password.
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") || isKeywordDSN(dsn)
 }
 
-// Redact returns a store location fit to print: a PostgreSQL URL without
-// its password; a file path unchanged.
-func Redact(dsn string) string {
-	if !IsPostgres(dsn) {
-		return dsn
+// pgKeyword reports whether k is one of libpq's connection keywords: a
+// string of key=value pairs naming at least one of them (and only
+// identifiers) is a connection string.
+func pgKeyword(k string) bool {
+	switch k {
+	case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "sslmode", "sslcert", "sslkey",
+		"sslrootcert", "sslpassword", "connect_timeout", "application_name", "target_session_attrs", "options":
+		return true
 	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "postgres://…"
-	}
-	return u.Redacted()
+	return false
 }
+
+// isKeywordDSN reports whether s parses as libpq key=value pairs (values
+// bare or single-quoted with backslash escapes) of which at least one key
+// is a libpq keyword.
+func isKeywordDSN(s string) bool {
+	known := false
+	for s = strings.TrimLeft(s, " \t\n"); s != ""; s = strings.TrimLeft(s, " \t\n") {
+		i := strings.IndexFunc(s, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		if i <= 0 {
+			return false
+		}
+		key := s[:i]
+		s = strings.TrimLeft(s[i:], " \t")
+		if !strings.HasPrefix(s, "=") {
+			return false
+		}
+		s = strings.TrimLeft(s[1:], " \t")
+		if strings.HasPrefix(s, "'") {
+			j, esc := 1, false
+			for ; j < len(s) && (esc || s[j] != '\''); j++ {
+				esc = !esc && s[j] == '\\'
+			}
+			if j == len(s) {
+				return false // unterminated quote
+			}
+			s = s[j+1:]
+		} else if j := strings.IndexAny(s, " \t\n"); j >= 0 {
+			s = s[j:]
+		} else {
+			s = ""
+		}
+		known = known || pgKeyword(key)
+	}
+	return known
+}
+
+// Redact returns a store location (or any message naming one) fit to
+// print: passwords in PostgreSQL URLs and connection strings masked
+// (redact.String, the one redaction every message goes through); a file
+// path unchanged.
+func Redact(dsn string) string { return redact.String(dsn) }
 
 // text is the argument that stores model text (a prompt, a continuation,
 // a prediction): a string for SQLite, bytes for PostgreSQL, whose columns
@@ -59,10 +105,20 @@ func (e engine) text(s string) any {
 	return s
 }
 
-// conn is a database handle that rewrites placeholders for its engine.
+// conn is a database handle that rewrites placeholders for its engine and,
+// for PostgreSQL, waits out a lost server for up to lostFor.
 type conn struct {
 	*sql.DB
 	eng engine
+	// where is the store's location, redacted, for messages.
+	where string
+	// lostFor bounds how long a lost server is waited for, counted from
+	// the first failure of the outage (PostgreSQL only).
+	lostFor time.Duration
+	// lostAt is when the current outage began (Unix nanoseconds; 0 while
+	// the server answers), shared by every operation: once lostFor has
+	// passed, each operation tries once and fails, rather than wait anew.
+	lostAt atomic.Int64
 }
 
 // rebind rewrites "?" placeholders (outside quoted strings) to "$n" for
@@ -102,7 +158,7 @@ func itoa(n int) string {
 // QueryContext runs a query with the engine's placeholders.
 func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	var rows *sql.Rows
-	err := c.eng.retry(ctx, func() (err error) {
+	err := c.retry(ctx, func() (err error) {
 		rows, err = c.DB.QueryContext(ctx, c.eng.rebind(q), args...)
 		return err
 	})
@@ -112,7 +168,7 @@ func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 // QueryRowContext runs a one-row query with the engine's placeholders.
 func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	var row *sql.Row
-	c.eng.retry(ctx, func() error {
+	c.retry(ctx, func() error {
 		row = c.DB.QueryRowContext(ctx, c.eng.rebind(q), args...)
 		return row.Err()
 	})
@@ -122,7 +178,7 @@ func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.
 // ExecContext runs a statement with the engine's placeholders.
 func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := c.eng.retry(ctx, func() (err error) {
+	err := c.retry(ctx, func() (err error) {
 		res, err = c.DB.ExecContext(ctx, c.eng.rebind(q), args...)
 		return err
 	})
@@ -155,9 +211,27 @@ func (t *txn) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
 	return t.Tx.PrepareContext(ctx, t.eng.rebind(q))
 }
 
-// retryFor bounds how long a PostgreSQL store waits out a lost server (a
-// restart, a fail-over) before an operation fails.
-const retryFor = 2 * time.Minute
+// DefaultLostFor is how long a PostgreSQL store waits out a lost server (a
+// restart, a fail-over) before it gives up: counted from the first failed
+// operation, for all operations together. WaitEnv overrides it.
+const DefaultLostFor = 2 * time.Minute
+
+// WaitEnv is the environment variable that sets how long a PostgreSQL
+// store waits out a lost server (a Go duration: 30s, 10m).
+const WaitEnv = "TALLY_STORE_WAIT"
+
+// waitFromEnv reads WaitEnv (DefaultLostFor when unset).
+func waitFromEnv() (time.Duration, error) {
+	v := os.Getenv(WaitEnv)
+	if v == "" {
+		return DefaultLostFor, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 30s or 5m", WaitEnv, v)
+	}
+	return d, nil
+}
 
 // transient reports whether a PostgreSQL error is the server or the
 // connection going away (or a serialisation conflict), so that the
@@ -197,23 +271,45 @@ func transient(err error) bool {
 }
 
 // retry runs f, and for PostgreSQL runs it again with back-off while it
-// fails transiently, for up to retryFor. Every statement the store issues
-// is an upsert, a delete or a read, so running one again is safe.
-func (e engine) retry(ctx context.Context, f func() error) error {
+// fails transiently, until ctx is done or the server has been lost for
+// lostFor (counted from the outage's first failure, across operations).
+// Every statement the store issues is an upsert, a delete or a read, so
+// running one again is safe.
+func (c *conn) retry(ctx context.Context, f func() error) error {
 	err := f()
-	if e != postgresEngine || !transient(err) {
+	if c.eng != postgresEngine {
 		return err
 	}
-	deadline := time.Now().Add(retryFor)
+	if !transient(err) {
+		if err == nil {
+			c.lostAt.Store(0)
+		}
+		return err
+	}
+	now := time.Now().UnixNano()
+	c.lostAt.CompareAndSwap(0, now)
+	since := c.lostAt.Load()
+	if since == 0 {
+		since = now
+	}
+	deadline := time.Unix(0, since).Add(c.lostFor)
 	wait := 50 * time.Millisecond
-	for transient(err) && time.Now().Before(deadline) {
+	for transient(err) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("store %s: no answer from the server for %s: giving up (%s sets how long to wait): %w",
+				c.where, time.Since(time.Unix(0, since)).Round(time.Second), WaitEnv, err)
+		}
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
-		case <-time.After(wait):
+		case <-time.After(min(wait, left)):
 		}
 		wait = min(2*wait, 2*time.Second)
 		err = f()
+	}
+	if err == nil {
+		c.lostAt.Store(0)
 	}
 	return err
 }

@@ -13,7 +13,8 @@ import (
 // generations, their scores, the release of its claims) in one statement.
 
 // pgGenerationsSQL upserts the generations whose columns are the 18
-// array arguments.
+// array arguments (a failed attempt never replacing a stored success:
+// keepsSuccess).
 const pgGenerationsSQL = `INSERT INTO generations
 		(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
 		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::bytea[],?::bytea[],?::bytea[],?::bigint[],?::bigint[],
@@ -21,7 +22,8 @@ const pgGenerationsSQL = `INSERT INTO generations
 		ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
 		offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
 		stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
-		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`
+		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
+		WHERE ` + keepsSuccess
 
 // pgGenerationArgs are the 18 column arrays of pgGenerationsSQL.
 func pgGenerationArgs(gens []Generation, now string) []any {
@@ -147,7 +149,7 @@ func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, s
 	}
 	q += ` SELECT 1`
 	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), err)
+		return fmt.Errorf("store %d generations and %d scores: %w", len(gens), len(scores), s.named(err))
 	}
 	return nil
 }

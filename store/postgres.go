@@ -97,6 +97,8 @@ var pgMigrations = []string{
 		heartbeat_at BIGINT NOT NULL,
 		generated BIGINT NOT NULL DEFAULT 0
 	);`,
+	`ALTER TABLE runs ADD COLUMN heartbeat_at BIGINT;
+	ALTER TABLE runs ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // pgLockID is the advisory lock that serialises migrations across every
@@ -118,11 +120,15 @@ func openPostgres(ctx context.Context, dsn string, readOnly bool) (*Store, error
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
+	wait, err := waitFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(8)
 	db.SetConnMaxIdleTime(time.Minute)
-	s := &Store{db: &conn{DB: db, eng: postgresEngine}, path: dsn, readOnly: readOnly}
-	if err := pingRetrying(ctx, db); err != nil {
+	s := &Store{db: &conn{DB: db, eng: postgresEngine, where: Redact(dsn), lostFor: wait}, path: dsn, readOnly: readOnly}
+	if err := pingRetrying(ctx, db, min(wait, 30*time.Second)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
@@ -145,11 +151,11 @@ func openPostgres(ctx context.Context, dsn string, readOnly bool) (*Store, error
 	return s, nil
 }
 
-// pingRetrying waits (with back-off, up to 30 s) for the server to accept
-// connections: a worker started beside its database, or while it restarts,
-// waits rather than fails.
-func pingRetrying(ctx context.Context, db *sql.DB) error {
-	deadline := time.Now().Add(30 * time.Second)
+// pingRetrying waits (with back-off, up to bound) for the server to
+// accept connections: a worker started beside its database, or while it
+// restarts, waits rather than fails.
+func pingRetrying(ctx context.Context, db *sql.DB, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
 	wait := 50 * time.Millisecond
 	for {
 		err := db.PingContext(ctx)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"tally/internal/redact"
 )
 
 // migrations are applied in order; PRAGMA user_version records how many
@@ -106,7 +108,15 @@ var migrations = []string{
 		heartbeat_at INTEGER NOT NULL,
 		generated INTEGER NOT NULL DEFAULT 0
 	);`,
+	// 4: a run's process heartbeats its record while it runs, so that a
+	// run whose process died is told from one still running.
+	`ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER;
+	ALTER TABLE runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;`,
 }
+
+// maxOpenSQLite is how many connections a SQLite store opens at most
+// (parallel reads; writes take the one write lock in turn).
+const maxOpenSQLite = 4
 
 // Store is an open results store.
 type Store struct {
@@ -130,6 +140,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if IsPostgres(path) {
 		return openPostgres(ctx, path, false)
 	}
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	if err := checkForeign(ctx, path); err != nil {
+		return nil, err
+	}
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so a transaction that reads before it writes never fails
 	// with a busy snapshot; it waits (busy_timeout) for the lock instead.
@@ -138,10 +154,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(maxOpenSQLite)
 	s := &Store{db: &conn{DB: db}, path: path}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
+		var se *StorageError
+		if errors.As(err, &se) {
+			return nil, err // it names the store
+		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
@@ -180,7 +200,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
-		db.SetMaxOpenConns(4)
+		db.SetMaxOpenConns(maxOpenSQLite)
 		var v int
 		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			db.Close()
@@ -205,11 +225,19 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 
 // readableSchema is the oldest schema version that read-only commands read
 // as it is: the migrations after it only add the workers table, which
-// readers of an older store treat as empty (no worker ever registered).
+// readers of an older store treat as empty (no worker ever registered),
+// and the runs' heartbeats, which they treat as never given.
 const readableSchema = 2
 
 // workersSchema is the schema version that added the workers table.
 const workersSchema = 3
+
+// runBeatSchema is the schema version that added the runs' heartbeats.
+const runBeatSchema = 4
+
+// hasRunBeats reports whether the store's schema has the runs' heartbeat
+// columns.
+func (s *Store) hasRunBeats() bool { return s.schema == 0 || s.schema >= runBeatSchema }
 
 // checkReadOnlyVersion says why a store of schema version v cannot be read
 // by a binary that knows n migrations without migrating it (nil if it can).
@@ -276,6 +304,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v > len(migrations) {
 			return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
 		}
+		if other, err := foreignTables(ctx, tx); err != nil {
+			return err
+		} else if len(other) > 0 {
+			return errForeign(other)
+		}
 		for i := v; i < len(migrations); i++ {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
@@ -301,20 +334,25 @@ type Sample struct {
 
 // PutSamples inserts or replaces samples in one transaction.
 func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
-	return s.tx(ctx, func(tx *txn) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
-			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, x := range samples {
-			if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
-				return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
-			}
-		}
+	return s.tx(ctx, func(tx *txn) error { return putSamples(ctx, tx, samples) })
+}
+
+func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
+	if len(samples) == 0 {
 		return nil
-	})
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+		ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, x := range samples {
+		if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+			return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
+		}
+	}
+	return nil
 }
 
 // Samples returns the stored samples of a task, by id.
@@ -396,9 +434,21 @@ func (x Score) Key() ScoreKey {
 	return ScoreKey{GenKey: x.GenKey, Task: x.Task, SampleID: x.SampleID, SettingKey: x.SettingKey, Budget: x.Budget}
 }
 
-// PutGenerations writes generations (insert or replace by key) and their
-// scores in one transaction: a record and its scores land together or not
-// at all.
+// failedFinishes are the finish reasons of a failed attempt, as an SQL
+// list.
+const failedFinishes = `('error','context')`
+
+// keepsSuccess is the condition under which a generation replaces the one
+// stored under its key: a failed attempt (finish "error" or "context")
+// never replaces a stored generation that succeeded, so a retry, a
+// continuation or a longer budget that fails loses nothing; anything else
+// replaces it (a continuation, a success after a failure, the newest
+// failure after a failure).
+const keepsSuccess = `(excluded.finish NOT IN ` + failedFinishes + ` OR generations.finish IN ` + failedFinishes + `)`
+
+// PutGenerations writes generations (insert or replace by key; a failed
+// attempt never replaces a stored success) and their scores in one
+// transaction: a record and its scores land together or not at all.
 func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []Score) error {
 	return s.CommitGenerations(ctx, "", gens, scores)
 }
@@ -409,6 +459,7 @@ func (s *Store) PutGenerations(ctx context.Context, gens []Generation, scores []
 // together.
 func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Generation, scores []Score) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
+	gens = redactErrors(gens)
 	release := func(tx *txn) error {
 		if owner == "" || len(gens) == 0 {
 			return nil
@@ -426,26 +477,44 @@ func (s *Store) CommitGenerations(ctx context.Context, owner string, gens []Gene
 		if err := release(tx); err != nil {
 			return err
 		}
-		gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
-			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-			ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
-			offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
-			stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
-			gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at`)
-		if err != nil {
+		if err := putGenerations(ctx, tx, gens, now); err != nil {
 			return err
-		}
-		defer gst.Close()
-		for _, g := range gens {
-			if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
-				packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
-				g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
-				return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
-			}
 		}
 		return putScores(ctx, tx, scores)
 	})
+}
+
+// putGenerations upserts generations by key in tx (stamped updated_at now).
+func putGenerations(ctx context.Context, tx *txn, gens []Generation, now string) error {
+	if len(gens) == 0 {
+		return nil
+	}
+	if tx.eng == postgresEngine {
+		if _, err := tx.ExecContext(ctx, pgGenerationsSQL, pgGenerationArgs(gens, now)...); err != nil {
+			return fmt.Errorf("store %d generations: %w", len(gens), err)
+		}
+		return nil
+	}
+	gst, err := tx.PrepareContext(ctx, `INSERT INTO generations
+		(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(key) DO UPDATE SET prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids,
+		offsets=excluded.offsets, n_tokens=excluded.n_tokens, budget=excluded.budget, finish=excluded.finish,
+		stops=excluded.stops, error=excluded.error, continued=excluded.continued, imported=excluded.imported,
+		gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
+		WHERE `+keepsSuccess)
+	if err != nil {
+		return err
+	}
+	defer gst.Close()
+	for _, g := range gens {
+		if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
+			packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
+			g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
+			return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
+		}
+	}
+	return nil
 }
 
 // PutScores writes scores in one transaction. The scores of each
@@ -583,6 +652,9 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 	for _, k := range keys {
 		want[k] = true
 	}
+	if fingerprint != "" && len(keys) > scanThreshold {
+		return s.scanGenerations(ctx, fingerprint, want)
+	}
 	err := s.eachKeyed(ctx, fingerprint, keys, generationCols, "FROM generations WHERE key", "FROM generations WHERE fingerprint=?", func(rows *sql.Rows) (string, error) {
 		g, ok, err := scanGeneration(rows.Scan, want)
 		if err != nil {
@@ -615,7 +687,7 @@ func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Gener
 	if !want[g.Key] {
 		return g, false, nil
 	}
-	g.Text, g.Imported = string(text), imported != 0
+	g.Text, g.Imported, g.Error = string(text), imported != 0, redact.String(g.Error)
 	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
 	return g, true, nil
 }
@@ -635,11 +707,18 @@ const MixedDigest = "mixed"
 // disagree), restricted to the given generation keys (read by one scan of
 // the model's rows when there are many).
 func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []string) (map[ScoreKey]string, error) {
-	out := map[ScoreKey]string{}
 	want := make(map[string]bool, len(genKeys))
 	for _, k := range genKeys {
 		want[k] = true
 	}
+	if fingerprint != "" && len(genKeys) > scanThreshold {
+		out, err := s.scanScoreDigests(ctx, fingerprint, want)
+		if err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
+		}
+		return out, nil
+	}
+	out := map[ScoreKey]string{}
 	err := s.eachKeyed(ctx, fingerprint, genKeys, "s.gen_key,s.task,s.sample_id,s.setting_key,s.budget,s.digest",
 		"FROM scores s WHERE s.gen_key", "FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?",
 		func(rows *sql.Rows) (string, error) {
@@ -649,10 +728,7 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 				return "", err
 			}
 			if want[k.GenKey] {
-				if old, ok := out[k]; ok && old != d {
-					d = MixedDigest
-				}
-				out[k] = d
+				addDigest(out, k, d)
 			}
 			return k.GenKey, nil
 		})
@@ -707,47 +783,6 @@ func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// Run is one invocation of a command that does model work.
-type Run struct {
-	ID          int64
-	StartedAt   time.Time
-	Command     string
-	Config      json.RawMessage
-	Version     string
-	Host        string
-	Backend     string
-	Model       string
-	Fingerprint string
-	Status      string
-	// Generated and prompt tokens and the seconds spent generating, for
-	// throughput estimates.
-	GeneratedTokens, PromptTokens int
-	GenSeconds                    float64
-	Stats                         json.RawMessage
-}
-
-// StartRun records the start of a run and returns its id.
-func (s *Store) StartRun(ctx context.Context, r Run) (int64, error) {
-	var id int64
-	err := s.db.QueryRowContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
-		VALUES(?,?,?,?,?,?,?,?,'running') RETURNING id`, time.Now().UTC().Format(time.RFC3339Nano), r.Command, nullJSON(r.Config),
-		r.Version, r.Host, r.Backend, r.Model, r.Fingerprint).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("record run: %w", err)
-	}
-	return id, nil
-}
-
-// FinishRun records how a run ended and what it measured.
-func (s *Store) FinishRun(ctx context.Context, id int64, status string, genTokens, promptTokens int, genSeconds float64, stats json.RawMessage) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE runs SET finished_at=?, status=?, generated_tokens=?, prompt_tokens=?, gen_seconds=?, stats=? WHERE id=?`,
-		time.Now().UTC().Format(time.RFC3339Nano), status, genTokens, promptTokens, genSeconds, nullJSON(stats), id)
-	if err != nil {
-		return fmt.Errorf("finish run %d: %w", id, err)
-	}
-	return nil
-}
-
 // Throughput returns generated tokens per second measured over earlier runs
 // of a model fingerprint, and whether any were measured (a positive, finite
 // rate whenever ok).
@@ -764,32 +799,10 @@ func (s *Store) Throughput(ctx context.Context, fingerprint string) (float64, bo
 	return float64(tok.Int64) / secs.Float64, true, nil
 }
 
-// Runs lists the recorded runs, newest first.
-func (s *Store) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,started_at,command,config,version,host,backend,model,fingerprint,status,generated_tokens,prompt_tokens,gen_seconds,stats FROM runs ORDER BY id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("read runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		var r Run
-		var started, cfg, stats string
-		if err := rows.Scan(&r.ID, &started, &r.Command, &cfg, &r.Version, &r.Host, &r.Backend, &r.Model, &r.Fingerprint, &r.Status,
-			&r.GeneratedTokens, &r.PromptTokens, &r.GenSeconds, &stats); err != nil {
-			return nil, err
-		}
-		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
-		r.Config, r.Stats = json.RawMessage(cfg), json.RawMessage(stats)
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 // tx runs f in one transaction; for PostgreSQL, a transaction cut off by a
 // lost connection or server is run again from its start.
 func (s *Store) tx(ctx context.Context, f func(*txn) error) error {
-	return s.db.eng.retry(ctx, func() error { return s.tx1(ctx, f) })
+	return s.named(s.db.retry(ctx, func() error { return s.tx1(ctx, f) }))
 }
 
 func (s *Store) tx1(ctx context.Context, f func(*txn) error) error {

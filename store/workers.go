@@ -56,7 +56,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker) error {
 		fingerprint=excluded.fingerprint, status=excluded.status, lease_ms=excluded.lease_ms, heartbeat_at=excluded.heartbeat_at`,
 		w.ID, w.Host, w.PID, w.RunID, w.Model, w.Fingerprint, WorkerWorking, w.Lease.Milliseconds())
 	if err != nil {
-		return fmt.Errorf("register worker %s: %w", w.ID, err)
+		return fmt.Errorf("register worker %s: %w", w.ID, s.named(err))
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w Worker) error {
 func (s *Store) EndWorker(ctx context.Context, id, status string, generated int) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE workers SET status=?, generated=?, heartbeat_at=`+s.db.eng.nowMS()+` WHERE id=?`, status, generated, id)
 	if err != nil {
-		return fmt.Errorf("record the end of worker %s: %w", id, err)
+		return fmt.Errorf("record the end of worker %s: %w", id, s.named(err))
 	}
 	return nil
 }

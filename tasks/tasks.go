@@ -10,6 +10,7 @@ package tasks
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -338,6 +339,9 @@ type LoadOptions struct {
 type Loaded struct {
 	Samples []datasets.Sample
 	Skipped int
+	// Total is the number of samples in the data, before LoadOptions
+	// selected some.
+	Total int
 }
 
 // Load reads and renders the task's samples.
@@ -351,7 +355,10 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		if err != nil {
 			return Loaded{}, err
 		}
-		return Loaded{Samples: selectSamples(loaded.Samples, opt), Skipped: loaded.Skipped}, nil
+		for i := range loaded.Samples {
+			lmevalRow(&loaded.Samples[i], i)
+		}
+		return Loaded{Samples: selectSamples(loaded.Samples, opt), Skipped: loaded.Skipped, Total: len(loaded.Samples)}, nil
 	}
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
@@ -370,8 +377,9 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		// benchmark's own sub-task stays in the metadata.
 		for i := range samples {
 			samples[i].Task = c.Task
+			samples[i].Index = &i
 		}
-		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped}, nil
+		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped, Total: len(samples)}, nil
 	}
 	read, err := l.Rows(req)
 	if err != nil {
@@ -421,14 +429,57 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			if targets[i], err = render(targetT, row, i); err != nil {
 				return Loaded{}, err
 			}
+			s.Target = &targets[i]
 		}
+		s.Index, s.Doc = &i, docOf(row)
 		samples[i] = s
 	}
 	if _, logged := rows[0][datasets.VerbatimPrompt]; c.FewShot > 0 && !logged {
 		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
 	}
+	total := len(samples)
 	samples = selectSamples(samples, opt)
-	return Loaded{Samples: samples, Skipped: skipped}, nil
+	return Loaded{Samples: samples, Skipped: skipped, Total: total}, nil
+}
+
+// lmevalRow gives a sample of an lm-eval task file what reports show of
+// its document (lm-eval's doc, doc_id and target), from the metadata the
+// task's loader keeps.
+func lmevalRow(s *datasets.Sample, i int) {
+	s.Index = &i
+	if id, ok := s.Metadata[lmeval.MetaDocID].(int); ok {
+		s.Index = &id
+	}
+	if doc, ok := s.Metadata[lmeval.MetaDoc].(json.Marshaler); ok {
+		if b, err := doc.MarshalJSON(); err == nil {
+			s.Doc = b
+		}
+	}
+	if t, ok := s.Metadata[lmeval.MetaTarget].(json.Marshaler); ok {
+		if b, err := t.MarshalJSON(); err == nil {
+			var text string
+			if json.Unmarshal(b, &text) != nil {
+				text = string(b)
+			}
+			s.Target = &text
+		}
+	}
+}
+
+// docOf is a data row as reports show it (lm-eval's "doc"): its fields,
+// without the ones tally adds for itself.
+func docOf(row map[string]any) json.RawMessage {
+	doc := make(map[string]any, len(row))
+	for k, v := range row {
+		if k != datasets.VerbatimPrompt {
+			doc[k] = v
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // addFewShot prefixes each prompt with n solved examples drawn with a

@@ -164,6 +164,9 @@ func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, err
 	return out, nil
 }
 
+// Source is the template's Jinja source.
+func (t *Template) Source() string { return t.source }
+
 // Digest identifies the template source and its special tokens.
 func (t *Template) Digest() string {
 	h := sha256.New()

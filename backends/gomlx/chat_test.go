@@ -49,8 +49,10 @@ func TestChatTokenizer(t *testing.T) {
 
 // TestUseChatTemplate: once a model has a chat template, the prompt ids
 // that generate keys and runs are those of the rendered chat, so a chat run
-// and a raw run of one model never share a generation; continuations are
-// encoded as before, and a text prompt given to Generate is rendered too.
+// and a raw run of one model never share a generation, and its fingerprint
+// ends in ":chat", so that reports never take one for the other;
+// continuations are encoded as before, and a text prompt given to Generate
+// is rendered too.
 func TestUseChatTemplate(t *testing.T) {
 	ctx := context.Background()
 	m, err := Demo(ctx, Options{})
@@ -59,6 +61,10 @@ func TestUseChatTemplate(t *testing.T) {
 	}
 	defer m.Close()
 	raw := m.Tokenizer()
+	rawFP, err := m.Fingerprint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const prompt = "Question: what is 2 plus 3?\nAnswer:"
 	rawIDs, _ := raw.Encode(prompt, true)
 	tmpl, err := chattemplate.New("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}", "", "")
@@ -72,6 +78,11 @@ func TestUseChatTemplate(t *testing.T) {
 	chatIDs, err := m.Tokenizer().Encode(prompt, true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A chat run's fingerprint says so (issue 22: chat and raw runs of a
+	// native model were one column in reports).
+	if chatFP, err := m.Fingerprint(ctx); err != nil || chatFP != rawFP+":chat" {
+		t.Errorf("chat fingerprint %q (%v), want %q", chatFP, err, rawFP+":chat")
 	}
 	rendered, _ := p.Render(prompt)
 	want, _ := raw.Encode(rendered, false)

@@ -18,17 +18,24 @@ import (
 // model computes in (see Arithmetic: the products' dtype, the device and
 // kernels, NumericsVersion) and the digest covering config.json,
 // tokenizer.json and every weight file, so that generations made under one
-// arithmetic are never reused under another. File digests are cached by
-// (path, size, mtime) in Options.FingerprintCache.
+// arithmetic are never reused under another, with ":chat" appended when
+// prompts go through the chat template. File digests are cached by (path,
+// size, mtime) in Options.FingerprintCache.
 func (m *Model) Fingerprint(ctx context.Context) (string, error) {
+	chat := ""
+	if m.chatMode() {
+		// Chat and raw generations of one model are told apart by
+		// their fingerprint, as the server backends do.
+		chat = ":chat"
+	}
 	if m.fpExtra != "" {
-		return fmt.Sprintf("%s:%s:%s", m.Name(), m.arith, m.fpExtra), nil
+		return fmt.Sprintf("%s:%s:%s%s", m.Name(), m.arith, m.fpExtra, chat), nil
 	}
 	sum, err := filesDigest(ctx, m.fpFiles, fingerprintCachePath(m.opts.FingerprintCache))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s:%s:sha256:%s", m.Name(), m.arith, sum), nil
+	return fmt.Sprintf("%s:%s:sha256:%s%s", m.Name(), m.arith, sum, chat), nil
 }
 
 // fingerprintCachePath resolves the cache file; "" means none.

@@ -142,7 +142,9 @@ type prefillRow struct {
 // prefill runs rows (each in its own slot) through the model in chunks,
 // writing their keys and values into cache and recording each row's last
 // logits. all asks for every position's logits (one chunk, one row).
-func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool) error {
+// budget bounds one call's attention scores (rows × heads × chunk × keys,
+// see prefillBudget).
+func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool, budget int) error {
 	H := m.cfg.NumHeads
 	V := m.cfg.VocabSize
 	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
@@ -182,14 +184,14 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 		C := chunk()
 		keys := func() int { return m.lay.inv.keyCount(min(base()+C, length), length) }
 		if !all {
-			for C > 256 && R*H*C*keys() > m.budget {
+			for C > 256 && R*H*C*keys() > budget {
 				limit = pow2AtLeast(C) / 2
 				C = chunk()
 			}
-			for R > 1 && R*H*C*keys() > m.budget {
+			for R > 1 && R*H*C*keys() > budget {
 				R /= 2
 			}
-			for C > minChunk && R*H*C*keys() > m.budget {
+			for C > minChunk && R*H*C*keys() > budget {
 				limit = pow2AtLeast(C) / 2
 				C = chunk()
 			}
@@ -346,7 +348,7 @@ func (m *Model) forward(ctx context.Context, ids []int, all bool) ([][]float32, 
 	cache := m.newCache(1, length)
 	defer freeCache(cache)
 	row := &prefillRow{slot: 0, ids: ids}
-	if err := m.prefill(ctx, cache, 1, length, []*prefillRow{row}, all); err != nil {
+	if err := m.prefill(ctx, cache, 1, length, []*prefillRow{row}, all, m.budget); err != nil {
 		return nil, err
 	}
 	if all {
@@ -380,7 +382,8 @@ type slotState struct {
 // finished row's slot is prefilled with the next waiting request). Each new
 // token is one event (Text from the incremental decoder, IDs the token). An
 // EOS id ends the row with Finish "eos" and is not reported as a token; the
-// budget gives "length"; the sink returning false, or a StopHint appearing
+// budget gives "length", or "context-full" where the budget was capped to
+// the context's room after the prompt (and prefix); the sink returning false, or a StopHint appearing
 // in the text, gives "stop". PromptTokens is len(PromptIDs) and GenTokens
 // the tokens reported in this call (Prefix excluded). Requests with the
 // same ShareKey prefill their common prefix once (see sharer; off with
@@ -422,12 +425,13 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	if plan.Batch > 0 {
 		batch = min(batch, plan.Batch)
 	}
+	budget := m.prefillBudget(plan)
 	cache := m.newCache(batch, length)
 	defer func() { freeCache(cache) }()
 
 	slots := make([]*slotState, batch)
 	pending := jobs
-	sharer := m.newSharer(jobs, batch, length)
+	sharer := m.newSharer(jobs, batch, length, budget)
 	finish := func(i int, reason string, err error) {
 		s := slots[i]
 		sink(backends.Event{Index: s.job.req.Index, Text: s.stream.Flush(), Done: true, Finish: reason,
@@ -465,7 +469,11 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			return false
 		}
 		if s.gen >= s.job.budget {
-			finish(i, backends.FinishLength, nil)
+			reason := backends.FinishLength
+			if len(s.job.seq)+s.gen >= m.ctxLen {
+				reason = backends.FinishContextFull
+			}
+			finish(i, reason, nil)
 			return false
 		}
 		s.next = id
@@ -488,7 +496,7 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 		if len(fresh) > 0 {
 			rows, err := sharer.place(ctx, cache, fresh, slots)
 			if err == nil {
-				err = m.prefill(ctx, cache, batch, length, rows, false)
+				err = m.prefill(ctx, cache, batch, length, rows, false, budget)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -536,6 +544,21 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			}
 		}
 	}
+}
+
+// prefillBudget is the attention-score budget (rows × heads × chunk ×
+// keys) of a Generate call's prefill chunks: Options.PrefillBudget when
+// set; the memory plan's when Options.DeviceMemory is set (the longest
+// chunk that fits beside the weights and the cache, so a long prompt takes
+// few, long chunks: the XLA default, 1<<28 score elements, prefills a
+// 32k-token prompt of a 32-head model in about 100 calls of 128 to 2,048
+// tokens, 15 graph shapes to compile; the plan for an 80 GB card in 10
+// calls of 2,048 to 8,192 tokens, 8 shapes); else the device's default.
+func (m *Model) prefillBudget(plan MemoryPlan) int {
+	if m.opts.PrefillBudget <= 0 && m.opts.DeviceMemory > 0 && plan.PrefillBudget > 0 {
+		return plan.PrefillBudget
+	}
+	return m.budget
 }
 
 // planRun plans memory for jobs whose longest prompt plus budget is need
@@ -586,8 +609,13 @@ func (m *Model) admit(r backends.Request) (*job, *backends.Event) {
 	if err := m.checkIDs(seq); err != nil {
 		return fail(backends.FinishError, err)
 	}
+	if len(ids) >= m.ctxLen {
+		return fail(backends.FinishContext, fmt.Errorf("%w: %d prompt tokens, context %d", backends.ErrContextOverflow, len(ids), m.ctxLen))
+	}
 	if len(seq) >= m.ctxLen {
-		return fail(backends.FinishContext, fmt.Errorf("%w: %d prompt tokens, context %d", backends.ErrContextOverflow, len(seq), m.ctxLen))
+		// The prompt fits, and the output to continue already fills the
+		// context: it is complete, not failed.
+		return fail(backends.FinishContextFull, nil)
 	}
 	if r.MaxTokens <= 0 {
 		return fail(backends.FinishLength, nil)

@@ -118,8 +118,10 @@ func TestGenerateEvents(t *testing.T) {
 	m := openFixture(t, "llama-tiny", Options{MaxBatch: 4, MaxContext: 1024})
 	greedy := e.GreedyUnbatched
 	// Row 0 stops via the sink after 3 tokens; row 1 hits an EOS id (the
-	// 5th greedy token of prompt 1); row 2 continues from a prefix; row 3
-	// overflows the context; row 4 has no budget; row 5 has a bad id.
+	// 5th greedy token of prompt 1); row 2 continues from a prefix; row 3's
+	// prefix fills the context (complete, not failed); row 4 has no budget;
+	// row 5 has a bad id; row 6's prompt overflows the context; row 7's
+	// budget is capped to the context's room (24 tokens after 1000).
 	m.cfg.EOSTokenIDs = []int{greedy[1][4]}
 	if slices.Contains(greedy[1][:4], greedy[1][4]) || slices.Contains(greedy[2][:30], greedy[1][4]) || slices.Contains(greedy[0][:3], greedy[1][4]) {
 		t.Skip("chosen EOS id occurs earlier; fixture changed")
@@ -131,6 +133,8 @@ func TestGenerateEvents(t *testing.T) {
 		{Index: 3, PromptIDs: e.Prompts[6][:1000], Prefix: make([]int, 30), MaxTokens: 5},
 		{Index: 4, PromptIDs: e.Prompts[3], MaxTokens: 0},
 		{Index: 5, PromptIDs: []int{1, 2, 100000}, MaxTokens: 3},
+		{Index: 6, PromptIDs: slices.Repeat(e.Prompts[6][:512], 2), MaxTokens: 5},
+		{Index: 7, PromptIDs: e.Prompts[6][:1000], MaxTokens: 64},
 	}
 	ids, final := collect(t, m, reqs, map[int]int{0: 3})
 	check := func(i int, finish string, want []int) {
@@ -145,12 +149,19 @@ func TestGenerateEvents(t *testing.T) {
 	check(0, backends.FinishStop, greedy[0][:3])
 	check(1, backends.FinishEOS, greedy[1][:4])
 	check(2, backends.FinishLength, greedy[2][10:30])
-	check(3, backends.FinishContext, nil)
-	if !errors.Is(final[3].Err, backends.ErrContextOverflow) {
-		t.Errorf("request 3: err %v, want ErrContextOverflow", final[3].Err)
+	check(3, backends.FinishContextFull, nil)
+	if final[3].Err != nil {
+		t.Errorf("request 3: err %v, want none", final[3].Err)
 	}
 	check(4, backends.FinishLength, nil)
 	check(5, backends.FinishError, nil)
+	check(6, backends.FinishContext, nil)
+	if !errors.Is(final[6].Err, backends.ErrContextOverflow) {
+		t.Errorf("request 6: err %v, want ErrContextOverflow", final[6].Err)
+	}
+	if final[7].Finish != backends.FinishContextFull || len(ids[7]) != 24 || final[7].Err != nil {
+		t.Errorf("request 7: finish %q, %d tokens, err %v; want %q after 24 tokens", final[7].Finish, len(ids[7]), final[7].Err, backends.FinishContextFull)
+	}
 	if final[1].GenTokens != 4 {
 		t.Errorf("request 1: GenTokens %d", final[1].GenTokens)
 	}

@@ -222,7 +222,7 @@ func (m *Model) MemoryPlan(promptTokens, maxNew int) (MemoryPlan, error) {
 		return MemoryPlan{}, fmt.Errorf("memory plan: %w", err)
 	}
 	if free <= 0 {
-		return MemoryPlan{}, fmt.Errorf("memory plan: free memory of the %s device unknown: set Options.DeviceMemory", m.device)
+		return MemoryPlan{}, fmt.Errorf("memory plan: free memory of the %s device unknown: pass --device-memory SIZE (Options.DeviceMemory)", m.device)
 	}
 	return PlanMemory(m.memoryInput(free, promptTokens, maxNew, m.maxBatch))
 }

@@ -60,9 +60,10 @@ type Options struct {
 	// copy its KV cache rows to the other requests' slots.
 	NoPrefixSharing bool
 	// DeviceMemory is the memory in bytes the model may use in all,
-	// weights included, for the memory plan that caps the batch (see
-	// PlanMemory); 0: the host's available memory on the pure-Go backend,
-	// no plan on XLA.
+	// weights included, for the memory plan (see PlanMemory) that caps the
+	// batch and, when DeviceMemory is set, sizes the prefill chunks (see
+	// prefillBudget); 0: the host's available memory on the pure-Go
+	// backend (batch only), no plan on XLA.
 	DeviceMemory int64
 	// DType is the arithmetic of the matrix products (--dtype; "" is
 	// DTypeAuto): see DType and resolveProducts.

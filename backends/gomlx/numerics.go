@@ -78,7 +78,8 @@ type Arithmetic struct {
 	Products string
 	// Device is the kind of device and kernels that computed them:
 	// "cpu-avx512", "cpu-avx2" or "cpu-go-ARCH" (portable Go kernels) on
-	// the pure-Go backend, "xla-PLUGIN" (e.g. "xla-cuda") on XLA. The
+	// the pure-Go backend, "xla-PLUGIN" (e.g. "xla-cuda"; "xla-cuda-tf32"
+	// when float32 products run in TF32, see xlaBackendConfig) on XLA. The
 	// kernels sum in different orders, so their logits differ in the last
 	// bits and a near tie can take another greedy token.
 	Device string
@@ -147,10 +148,14 @@ func deviceKind(backend mlbackends.Backend, device string) string {
 	if !isXLA(device) {
 		return "cpu-" + kernelFamily()
 	}
+	kind := "xla"
 	if p, ok := backend.(interface{ PluginName() string }); ok && p.PluginName() != "" {
-		return "xla-" + strings.ToLower(p.PluginName())
+		kind += "-" + pluginKind(p.PluginName())
 	}
-	return "xla"
+	if xlaTF32(backend) {
+		kind += "-tf32"
+	}
+	return kind
 }
 
 // ParseFingerprint splits a native fingerprint into its arithmetic and the

@@ -49,6 +49,14 @@ func (m *Model) UseChatTemplate(render func(prompt string) (string, error)) erro
 	return nil
 }
 
+// chatMode reports whether prompts go through a chat template.
+func (m *Model) chatMode() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.tok.(chatTokenizer)
+	return ok
+}
+
 // chatTokenizer renders prompts through a chat template before encoding.
 type chatTokenizer struct {
 	StreamTokenizer

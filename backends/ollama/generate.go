@@ -92,8 +92,8 @@ func (b *Backend) sizeContext(reqs []backends.Request) int {
 	}
 	need := 0
 	for _, r := range reqs {
-		if n := b.estimate(r) + max(r.MaxTokens, 0); n <= b.ctxLen {
-			need = max(need, n)
+		if est := b.estimate(r); est < b.ctxLen {
+			need = max(need, min(est+max(r.MaxTokens, 0), b.ctxLen)) // budgets are capped by the context
 		}
 	}
 	n := 2048
@@ -138,12 +138,26 @@ func (a *attempt) Done(r backends.Request, earlier, _ int) backends.Event {
 	return ev
 }
 
-// one runs a request to its Done event (unless ctx ends).
+// one runs a request to its Done event (unless ctx ends). A prompt that
+// (by the estimate) fills the context is not sent; a budget past the
+// context's room after the prompt is capped to it, and a generation that
+// spends the capped budget ends with Finish "context-full".
 func (b *Backend) one(ctx context.Context, r backends.Request, numCtx int, sink backends.Sink) {
-	if est := b.estimate(r); r.MaxTokens > 0 && est+r.MaxTokens > b.ctxLen {
-		err := fmt.Errorf("ollama: about %d prompt tokens + %d new > context %d: %w", est, r.MaxTokens, b.ctxLen, backends.ErrContextOverflow)
+	est := b.estimate(r)
+	if r.MaxTokens > 0 && est >= b.ctxLen {
+		err := fmt.Errorf("ollama: about %d prompt tokens ≥ context %d: %w", est, b.ctxLen, backends.ErrContextOverflow)
 		sink(backends.Event{Index: r.Index, Done: true, Finish: backends.FinishContext, Err: err})
 		return
+	}
+	if room := b.ctxLen - est; r.MaxTokens > room {
+		r.MaxTokens = room
+		full := sink
+		sink = func(ev backends.Event) bool {
+			if ev.Done && ev.Finish == backends.FinishLength {
+				ev.Finish = backends.FinishContextFull
+			}
+			return full(ev)
+		}
 	}
 	c := resume.Config{
 		Name: "ollama", MaxTries: b.opts.MaxTries, Continue: b.opts.Continue, NoDone: errNoDone,

@@ -230,8 +230,11 @@ func TestGenerate(t *testing.T) {
 			wantPrompts: []string{prompt, prompt}},
 		{name: "context overflow is not sent", req: backends.Request{Prompt: strings.Repeat("x", 9000), MaxTokens: 10},
 			wantFinish: backends.FinishContext, wantErr: backends.ErrContextOverflow, wantCalls: 0},
-		{name: "budget overflow is not sent", req: backends.Request{Prompt: strings.Repeat("x", 6000), MaxTokens: 2000},
-			wantFinish: backends.FinishContext, wantErr: backends.ErrContextOverflow, wantCalls: 0},
+		// About 1501 prompt tokens (2 bytes a token) leave 2595 of the
+		// 4096: the budget is capped to them, and spending it fills the
+		// context, which is not a failure.
+		{name: "budget past the context is capped", req: backends.Request{Prompt: strings.Repeat("x", 3000), MaxTokens: 5000},
+			wantText: strings.Join(first(fakeGenerate(strings.Repeat("x", 3000), 2595, nil)), ""), wantFinish: backends.FinishContextFull, wantCalls: 1},
 		{name: "sink stop cancels", req: backends.Request{Prompt: prompt, MaxTokens: 40}, stopAfter: 5,
 			wantText: full[:5], wantFinish: backends.FinishStop, wantCalls: 1},
 		{name: "zero budget", req: backends.Request{Prompt: prompt, MaxTokens: 0},
@@ -462,3 +465,6 @@ func TestGenerateContextCancel(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// first returns its first argument.
+func first[T, U any](t T, _ U) T { return t }

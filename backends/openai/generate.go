@@ -180,7 +180,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		he := readError(resp)
+		he := b.readError(resp)
 		if d, ok := retry.RetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			he.RetryAfter = d
 		}
@@ -224,11 +224,11 @@ func (b *Backend) line(line []byte, a *attempt, onPiece func(string) error) erro
 	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("bad stream event %.200q: %w", data, err)
+		return fmt.Errorf("bad stream event %.200q: %w", b.redact(string(data)), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		code, msg := errorFields(append(append([]byte(`{"error":`), c.Error...), '}'), string(c.Error))
-		return classify(&HTTPError{StatusCode: http.StatusOK, Code: code, Message: msg})
+		return classify(&HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)})
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage

@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"tally/backends"
+	"tally/internal/redact"
 )
 
 // DefaultBaseURL is the base URL used when neither Options.BaseURL nor
@@ -257,7 +258,7 @@ func (b *Backend) find(ctx context.Context) (modelInfo, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, readError(resp))
+		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, b.readError(resp))
 	}
 	var list struct {
 		Data []map[string]json.RawMessage `json:"data"`
@@ -351,13 +352,19 @@ func (e *HTTPError) Error() string {
 
 // readError turns an error answer into *HTTPError. OpenAI, vLLM and
 // llama.cpp send {"error": {"message", "type", "code"}}; Ollama and TGI
-// send {"error": "message"}.
-func readError(resp *http.Response) *HTTPError {
+// send {"error": "message"}. A server may echo the credentials it was
+// sent: the message is redacted (the backend's key, Authorization values).
+func (b *Backend) readError(resp *http.Response) *HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	e := &HTTPError{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(body))}
 	e.Code, e.Message = errorFields(body, e.Message)
+	e.Message = b.redact(e.Message)
 	return e
 }
+
+// redact removes the backend's API key, and any credential redact
+// recognises, from text the server sent.
+func (b *Backend) redact(s string) string { return redact.String(s, b.key) }
 
 // errorFields reads the code and message of an error body in either shape.
 func errorFields(body []byte, fallback string) (code, msg string) {

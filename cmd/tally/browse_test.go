@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/internal/lmevalschema"
 	"tally/internal/sharedtest"
 	"tally/store"
 )
@@ -63,7 +64,7 @@ func TestStoreAlone(t *testing.T) {
 	}
 
 	page := tallyOut(t, "report", "--store", db, "--format", "html")
-	if !strings.Contains(page, `<svg class="chart means"`) || !strings.Contains(page, `data-z="`) {
+	if !strings.Contains(page, `<svg class="chart means"`) || !strings.Contains(page, `<script type="application/octet-stream" id="c0">`) {
 		t.Errorf("html report lacks charts or samples")
 	}
 	orig := tallyOut(t, "report", "--store", db, "--format", "json", "--output-path", out)
@@ -73,26 +74,30 @@ func TestStoreAlone(t *testing.T) {
 	}
 
 	results, _ := filepath.Glob(filepath.Join(out, "demo", "results_*.json"))
-	samples, _ := filepath.Glob(filepath.Join(out, "demo", "samples_demo@*_*.jsonl"))
-	if len(results) != 1 || len(samples) != 2 {
+	samples, _ := filepath.Glob(filepath.Join(out, "demo", "samples_demo_*.jsonl"))
+	if len(results) != 1 || len(samples) != 1 {
 		t.Fatalf("lm-eval files: %v %v", results, samples)
 	}
+	lmevalschema.Check(t, out)
 	b, _ := os.ReadFile(results[0])
 	var res struct {
 		Results  map[string]map[string]any `json:"results"`
 		NSamples map[string]map[string]int `json:"n-samples"`
 		Configs  map[string]struct {
-			GenerationKwargs map[string]any `json:"generation_kwargs"`
+			FilterList []struct {
+				Name   string           `json:"name"`
+				Filter []map[string]any `json:"filter"`
+			} `json:"filter_list"`
 		} `json:"configs"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := res.Results["demo@nl"]["drop.f1,none"]; !ok || res.NSamples["demo@dot"]["effective"] != 6 {
+	if _, ok := res.Results["demo"]["f1,nl"]; !ok || res.NSamples["demo"]["effective"] != 6 {
 		t.Errorf("results file: %s", b)
 	}
-	if until := res.Configs["demo@nl"].GenerationKwargs["until"]; !reflect.DeepEqual(until, []any{"\n"}) {
-		t.Errorf("until %v", until)
+	if fl := res.Configs["demo"].FilterList; len(fl) != 2 || fl[1].Name != "nl" || !reflect.DeepEqual(fl[1].Filter[0]["until"], []any{"\n"}) {
+		t.Errorf("filter_list %+v", fl)
 	}
 
 	db2 := filepath.Join(dir, "i.db")
@@ -104,22 +109,26 @@ func TestStoreAlone(t *testing.T) {
 }
 
 // TestImportLMEvalLog imports an lm-eval sample log of a generate_until
-// task tally has no config for and reports its logged metric.
+// task tally has no config for and reports its logged metric, each of its
+// filters as the stop setting of that name (as tally writes them): two
+// filters of one document are two settings, not one overwriting the other.
 func TestImportLMEvalLog(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "my-model", "samples_gsm8k_2024-05-01T10-00-00.123456.jsonl")
 	os.MkdirAll(filepath.Dir(log), 0o755)
 	var lines []string
-	for i, ok := range []bool{true, false, true, true} {
-		em := 0
-		if ok {
-			em = 1
+	for _, filter := range []string{"strict-match", "flexible-extract"} {
+		for i, ok := range []bool{true, false, filter == "flexible-extract", true} {
+			em := 0
+			if ok {
+				em = 1
+			}
+			l, _ := json.Marshal(map[string]any{"doc_id": i, "doc": map[string]any{"question": "q"}, "target": "42",
+				"arguments": map[string]any{"gen_args_0": map[string]any{"arg_0": "Q" + string(rune('a'+i)), "arg_1": map[string]any{"until": []string{"Question:"}, "max_gen_toks": 256}}},
+				"resps":     [][]string{{"The answer is 42"}}, "filtered_resps": []string{"42"}, "filter": filter,
+				"metrics": []string{"exact_match"}, "exact_match": em})
+			lines = append(lines, string(l))
 		}
-		l, _ := json.Marshal(map[string]any{"doc_id": i, "doc": map[string]any{"question": "q"}, "target": "42",
-			"arguments": map[string]any{"gen_args_0": map[string]any{"arg_0": "Q" + string(rune('a'+i)), "arg_1": map[string]any{"until": []string{"Question:"}, "max_gen_toks": 256}}},
-			"resps":     [][]string{{"The answer is 42"}}, "filtered_resps": []string{"42"}, "filter": "strict-match",
-			"metrics": []string{"exact_match"}, "exact_match": em})
-		lines = append(lines, string(l))
 	}
 	os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	db := filepath.Join(dir, "g.db")
@@ -132,7 +141,8 @@ func TestImportLMEvalLog(t *testing.T) {
 	if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model lm-eval" {
+	if len(rows) != 2 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model flexible-extract" ||
+		rows[1].Mean.Estimate != 0.5 || rows[1].Setting != "imported:my-model strict-match" {
 		t.Errorf("rows %+v", rows)
 	}
 }

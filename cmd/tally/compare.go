@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 	f := &runFlags{}
 	var showChanged int
 	var against, format string
+	var againstChat bool
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -63,25 +65,36 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			defer s.Close()
 			models := []string{f.model}
 			bes := []backends.Backend{s.be}
+			chats := []bool{s.chat()}
 			if against != "" {
-				be, err := openModel(ctx, against, f.modelOptions(s.cfgs, s.jobs))
+				opts := f.modelOptions(s.cfgs, s.jobs)
+				if cmd.Flags().Changed("against-chat") {
+					opts.chat, opts.taskChat = againstChat, nil
+				}
+				be, err := openModel(ctx, against, opts)
 				if err != nil {
 					return err
 				}
 				defer be.Close()
-				models, bes = append(models, against), append(bes, be)
+				c, _ := opts.useChat()
+				models, bes, chats = append(models, against), append(bes, be), append(chats, c)
 			}
-			results, err := collect(ctx, s, models, bes, cmd.ErrOrStderr())
+			started := time.Now()
+			runs, err := collect(ctx, s, models, chats, bes, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if against == "" {
-				models = nil // one model: columns are named by setting alone
+			ds, err := s.dataset(ctx, runs, f.outputPath != "", against != "")
+			if err != nil {
+				return err
 			}
-			rows := report.Compare(s.jobs, models, results)
-			title := "tally: " + strings.Join(f.tasks, ", ") + " on " + f.model
+			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, bes), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			rows := rowsOf(ds)
+			title := "tally: " + strings.Join(f.tasks, ", ") + " on " + report.ModelLabel(f.model, chats[0])
 			if against != "" {
-				title += " vs " + against
+				title += " vs " + report.ModelLabel(against, chats[1])
 			}
 			out := cmd.OutOrStdout()
 			switch format {
@@ -97,8 +110,8 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, res := range results {
-				if err := failedExit(res); err != nil {
+			for _, r := range runs {
+				if err := failedExit(r.Results.Failures()); err != nil {
 					return err
 				}
 			}
@@ -108,15 +121,16 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 	f.register(cmd, "", nil)
 	cmd.Flags().StringVar(&format, "format", defFormat, "output: text, markdown, html or json (--json is json)")
 	cmd.Flags().IntVar(&showChanged, "show-changed", 10, "list at most N changed samples per row")
-	cmd.Flags().StringVar(&against, "against", "", "a second model whose stored generations are set beside --model's")
+	cmd.Flags().StringVar(&against, "against", "", "a second model whose stored generations are set beside --model's (prompted as --model is, chat or raw)")
+	cmd.Flags().BoolVar(&againstChat, "against-chat", false, "prompt the --against model through its chat template (or, =false, raw) whatever --model does: a chat run is compared with a raw one only when asked")
 	return cmd
 }
 
 // collect reads each model's current scores for the session's tasks,
 // without writing the store: stored scores whose digest is current are
 // used, stale or missing ones are computed in memory.
-func collect(ctx context.Context, s *session, models []string, bes []backends.Backend, stderr io.Writer) ([]generate.Results, error) {
-	var results []generate.Results
+func collect(ctx context.Context, s *session, models []string, chats []bool, bes []backends.Backend, stderr io.Writer) ([]report.RunResults, error) {
+	var runs []report.RunResults
 	for i, be := range bes {
 		p, err := generate.MakePlan(ctx, s.st, be, s.jobs)
 		if err != nil {
@@ -131,9 +145,9 @@ func collect(ctx context.Context, s *session, models []string, bes []backends.Ba
 		if pending := p.Counts[generate.Continue] + p.Counts[generate.Missing]; pending > 0 {
 			fmt.Fprintf(stderr, "note: %s: %d (sample, setting) pairs need model work and are left out; run `tally run` with the same flags first\n", models[i], pending)
 		}
-		results = append(results, res)
+		runs = append(runs, report.RunResults{Model: models[i], Chat: chats[i], DType: productsDType(be), Plan: p, Results: res})
 	}
-	return results, nil
+	return runs, nil
 }
 
 // changedAny reports whether any of the named flags was given.

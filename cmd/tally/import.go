@@ -16,6 +16,7 @@ import (
 func newImportCmd() *cobra.Command {
 	f := &runFlags{}
 	var from string
+	var followOut bool
 	cmd := &cobra.Command{
 		Use:   "import [FILE|DIR...]",
 		Short: "Import lm-evaluation-harness files (samples_<task>_*.jsonl, as tally or lm-eval wrote them) into the store",
@@ -26,7 +27,8 @@ func newImportCmd() *cobra.Command {
 			"With FILE or DIR arguments, import stores lm-eval output folders or sample logs as they are, with no task config: " +
 			"files tally wrote with --output-path come back exactly (raw continuations, settings, scores); logs of any other " +
 			"generate_until task come in as imported generations with the metric values the log holds (setting \"lm-eval\"). " +
-			"Then `tally ls` and `tally report --store` show them.\n\n" +
+			"Then `tally ls` and `tally report --store` show them. Only regular files are read: a FIFO, a device or a socket is refused, and so is " +
+			"a symbolic link in DIR that leads out of it (--follow-symlinks allows those); a line longer than 16 MiB is refused, naming the file and line.\n\n" +
 			"With --from SRC, import copies another tally store (a SQLite file or a PostgreSQL URL) into --store: its runs, samples, " +
 			"generations and scores, as `tally export --store SRC --to STORE` does (with --model, one model's).",
 		Args: cobra.ArbitraryArgs,
@@ -38,7 +40,7 @@ func newImportCmd() *cobra.Command {
 				return copyStore(cmd.Context(), from, f.storePath, f.model, f.json, cmd.OutOrStdout())
 			}
 			if len(args) > 0 {
-				return importFiles(cmd, f, args)
+				return importFiles(cmd, f, args, followOut)
 			}
 			name, ok := strings.CutPrefix(f.model, imported.Prefix)
 			if !ok || name == "" {
@@ -52,7 +54,7 @@ func newImportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jobs, _, err := f.loadJobs(cmd.ErrOrStderr())
+			jobs, _, _, err := f.loadJobs(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -65,9 +67,6 @@ func newImportCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if err := st.PutSamples(ctx, storeSamples(job)); err != nil {
-				return err
-			}
 			fp := imported.Prefix + name
 			gens := make([]store.Generation, len(recs))
 			for i, r := range recs {
@@ -79,8 +78,9 @@ func newImportCmd() *cobra.Command {
 				gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
 					Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
 			}
-			if err := st.PutGenerations(ctx, gens, nil); err != nil {
-				return err
+			// Samples and generations land together, or nothing does.
+			if _, err := st.Apply(ctx, store.Batch{Samples: storeSamples(job), Generations: gens}); err != nil {
+				return fmt.Errorf("import: nothing stored: %w", err)
 			}
 			if f.json {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": len(gens), "model": fp, "task": job.Task})
@@ -91,5 +91,6 @@ func newImportCmd() *cobra.Command {
 	}
 	f.register(cmd, "", nil)
 	cmd.Flags().StringVar(&from, "from", "", "copy this tally store (a SQLite file or postgres://…) into --store")
+	cmd.Flags().BoolVar(&followOut, "follow-symlinks", false, "read files in a DIR that are symbolic links to regular files outside it (refused by default)")
 	return cmd
 }

@@ -1,22 +1,26 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"tally/backends/imported"
+	"tally/datasets"
 	"tally/datasets/lmevallog"
 	"tally/datasets/published"
 	"tally/generate"
+	"tally/internal/fsguard"
 	"tally/report"
+	"tally/rescore"
 	"tally/store"
 )
 
@@ -43,8 +47,11 @@ func detected(path string) bool {
 }
 
 // lmevalFiles expands paths (files or directories, searched recursively)
-// into lm-eval sample logs.
-func lmevalFiles(paths []string) ([]string, error) {
+// into lm-eval sample logs and published result files. Only regular files
+// are read: a FIFO, a device or a socket is refused, and so is a symbolic
+// link in a directory that leads out of it, unless followOut (a file named
+// as an argument may be a link to any regular file).
+func lmevalFiles(paths []string, followOut bool) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -52,14 +59,29 @@ func lmevalFiles(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("import: %w", err)
 		}
 		if !st.IsDir() {
+			if err := fsguard.Check("", p, true); err != nil {
+				return nil, fmt.Errorf("import: %w", err)
+			}
 			out = append(out, p)
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (samplesName.MatchString(d.Name()) || publishedName.MatchString(d.Name()) || detected(path)) {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			name := d.Name()
+			known := samplesName.MatchString(name) || publishedName.MatchString(name)
+			if !known && !sniffName.MatchString(name) {
+				return nil
+			}
+			// Vetted before anything opens it (opening a FIFO blocks).
+			if err := fsguard.Check(p, path, followOut); err != nil {
+				return err
+			}
+			if known || detected(path) {
 				out = append(out, path)
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", p, err)
@@ -68,15 +90,21 @@ func lmevalFiles(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// importLMEval stores lm-eval sample logs: lines tally wrote (with their
-// "tally" object) come back as they were, raw continuation and scores
-// included; lines of any other generate_until log become imported
-// generations of model "imported:NAME" (NAME: model, else the log's
-// folder), scored with the metric values the log holds under the setting
-// "lm-eval" (its until sequences).
-func importLMEval(ctx context.Context, st *store.Store, files []string, model string) (map[string]int, error) {
+// collectLMEval reads lm-eval sample logs into b: lines tally wrote (with
+// their "tally" object) come back as they were, raw continuation, failures
+// and scores included; lines of any other generate_until log become
+// imported generations of model "imported:NAME" (NAME: model, else the
+// log's folder), scored with the metric values the log holds under a stop
+// setting named after the line's filter (its until sequences; "lm-eval"
+// for logs that name no filter). The log's doc, target and doc_id are kept
+// with the sample, so that lm-eval files written from the store give them
+// back. It returns the lines read per file.
+func collectLMEval(files []string, model string, b *store.Batch) (map[string]int, error) {
 	counts := map[string]int{}
-	runs := map[string]int64{}
+	runs := map[string]bool{}
+	// A sample, generation or score is in the batch once, however many
+	// lines (one per filter) or files hold it.
+	seenSample, seenGen, seenScore := map[[2]string]bool{}, map[string]bool{}, map[store.ScoreKey]map[string]bool{}
 	for _, path := range files {
 		recs, err := lmevallog.ReadFile(path)
 		if err != nil {
@@ -92,9 +120,10 @@ func importLMEval(ctx context.Context, st *store.Store, files []string, model st
 		if name == "" {
 			name = filepath.Base(filepath.Dir(path))
 		}
-		var samples []store.Sample
-		var gens []store.Generation
-		var scores []store.Score
+		filters := map[string]bool{}
+		for _, r := range recs {
+			filters[r.Filter] = true
+		}
 		for _, r := range recs {
 			var tx report.TallyExtra
 			if r.Tally != nil {
@@ -103,67 +132,97 @@ func importLMEval(ctx context.Context, st *store.Store, files []string, model st
 				}
 			} else {
 				refs, _ := json.Marshal([]string{r.Target})
+				setting, seqs := r.Filter, r.Until
+				if setting == "" {
+					setting = "lm-eval"
+				}
+				if len(filters) > 1 {
+					// Settings are keyed by their sequences: filters
+					// of one generation (one until) are told apart by
+					// a sequence naming the filter, never found in the
+					// (already cut) text.
+					seqs = append(slices.Clone(seqs), "[lm-eval filter "+setting+"]")
+				}
 				tx = report.TallyExtra{Task: logTask, SampleID: fmt.Sprint(r.DocID), Model: imported.Prefix + name, Fingerprint: imported.Prefix + name,
-					Setting: "lm-eval", Seqs: r.Until, Budget: r.MaxGenToks, Raw: r.Response, Finish: "stop", Imported: true,
-					Metadata: r.Doc, References: refs}
+					Setting: setting, Seqs: seqs, Budget: r.MaxGenToks, Raw: r.Response, Finish: "stop", Imported: true, References: refs}
 			}
 			if model != "" && r.Tally != nil {
 				tx.Model = model
 			}
 			pred := r.Filtered
-			if pred == "" {
+			if pred == "" && r.Tally == nil {
 				pred = r.Response
 			}
 			key := generate.Key(tx.Fingerprint, nil, r.Prompt)
-			samples = append(samples, store.Sample{Task: tx.Task, ID: tx.SampleID, Prompt: r.Prompt, Refs: tx.References, Metadata: tx.Metadata})
-			gens = append(gens, store.Generation{Key: key, Fingerprint: tx.Fingerprint, Task: tx.Task, SampleID: tx.SampleID, Text: tx.Raw,
-				Finish: tx.Finish, Error: tx.Error, Imported: tx.Imported, Budget: tx.Budget, Stops: json.RawMessage(`{}`)})
+			if sk := [2]string{tx.Task, tx.SampleID}; !seenSample[sk] {
+				seenSample[sk] = true
+				b.Samples = append(b.Samples, importedSample(tx, r))
+			}
+			if !seenGen[key] {
+				seenGen[key] = true
+				b.Generations = append(b.Generations, store.Generation{Key: key, Fingerprint: tx.Fingerprint, Task: tx.Task, SampleID: tx.SampleID,
+					Text: tx.Raw, Finish: tx.Finish, Error: tx.Error, PromptTokens: tx.PromptTokens, Imported: tx.Imported, Budget: tx.Budget,
+					Stops: json.RawMessage(`{}`)})
+			}
 			setKey := generate.StopSetting{Seqs: tx.Seqs}.Key()
-			for m, v := range r.Metrics {
-				scores = append(scores, store.Score{GenKey: key, Task: tx.Task, SampleID: tx.SampleID, Setting: tx.Setting, SettingKey: setKey,
-					Budget: tx.Budget, Metric: m, Value: v, Prediction: pred})
-			}
-			if _, ok := runs[tx.Fingerprint]; !ok {
-				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files})
-				id, err := st.StartRun(ctx, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported",
-					Model: tx.Model, Fingerprint: tx.Fingerprint})
-				if err != nil {
-					return nil, err
+			values := r.Metrics
+			if tx.Scores != nil {
+				values = map[string]float64{}
+				for m, v := range tx.Scores {
+					values[m] = math.NaN()
+					if v != nil {
+						values[m] = *v
+					}
 				}
-				runs[tx.Fingerprint] = id
 			}
-		}
-		if err := st.PutSamples(ctx, samples); err != nil {
-			return nil, err
-		}
-		if err := st.PutGenerations(ctx, gens, scores); err != nil {
-			return nil, err
+			if tx.Failed == "" {
+				sk := store.ScoreKey{GenKey: key, Task: tx.Task, SampleID: tx.SampleID, SettingKey: setKey, Budget: tx.Budget}
+				if seenScore[sk] == nil {
+					seenScore[sk] = map[string]bool{}
+				}
+				for m, v := range values {
+					if seenScore[sk][m] {
+						continue
+					}
+					seenScore[sk][m] = true
+					b.Scores = append(b.Scores, store.Score{GenKey: key, Task: tx.Task, SampleID: tx.SampleID, Setting: tx.Setting, SettingKey: setKey,
+						Budget: tx.Budget, Metric: m, Value: v, Prediction: pred})
+				}
+			}
+			if !runs[tx.Fingerprint] {
+				runs[tx.Fingerprint] = true
+				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files, "chat": tx.Chat})
+				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported",
+					Model: tx.Model, Fingerprint: tx.Fingerprint})
+			}
 		}
 		counts[path] = len(recs)
-	}
-	for _, id := range runs {
-		if err := st.FinishRun(ctx, id, "done", 0, 0, 0, nil); err != nil {
-			return nil, err
-		}
 	}
 	return counts, nil
 }
 
+// importedSample is the stored sample of an lm-eval log line: its prompt
+// and references, its metadata (tally's, when tally wrote the line), and
+// the log's doc, target and doc_id.
+func importedSample(tx report.TallyExtra, r lmevallog.Record) store.Sample {
+	var meta map[string]any
+	_ = json.Unmarshal(tx.Metadata, &meta)
+	docID, target := r.DocID, r.Target
+	s := datasets.Sample{Task: tx.Task, ID: tx.SampleID, Prompt: r.Prompt, References: tx.References, Metadata: meta,
+		Doc: r.Doc, Target: &target, Index: &docID}
+	return rescore.ToStore(s)
+}
+
 // importFiles is tally import with file arguments.
-func importFiles(cmd *cobra.Command, f *runFlags, args []string) error {
+func importFiles(cmd *cobra.Command, f *runFlags, args []string, followOut bool) error {
 	ctx := cmd.Context()
-	files, err := lmevalFiles(args)
+	files, err := lmevalFiles(args, followOut)
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("import: no samples_<task>_<date>.jsonl files in %s", strings.Join(args, " "))
 	}
-	st, err := store.Open(ctx, f.storePath)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	name, _ := strings.CutPrefix(f.model, imported.Prefix)
 	var logs, others []string
 	for _, p := range files {
@@ -173,12 +232,23 @@ func importFiles(cmd *cobra.Command, f *runFlags, args []string) error {
 			others = append(others, p)
 		}
 	}
-	counts, err := importLMEval(ctx, st, logs, name)
+	// Every file is read before anything is written, and all of it is
+	// written in one transaction: an import stores everything or nothing.
+	var b store.Batch
+	counts, err := collectLMEval(logs, name, &b)
 	if err != nil {
 		return err
 	}
-	if err := importPublished(ctx, st, others, name, counts); err != nil {
+	if err := collectPublished(others, name, counts, &b); err != nil {
 		return err
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Apply(ctx, b); err != nil {
+		return fmt.Errorf("import: nothing stored: %w", err)
 	}
 	if f.json {
 		return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": counts})
@@ -189,12 +259,13 @@ func importFiles(cmd *cobra.Command, f *runFlags, args []string) error {
 	return nil
 }
 
-// importPublished stores published prediction files (L-Eval, Counting-Stars,
-// AlpacaEval) as imported generations of "imported:MODEL" (MODEL: the
-// file's own model name unless model is given), scored under the setting
-// "published" by the benchmark's scorer.
-func importPublished(ctx context.Context, st *store.Store, files []string, model string, counts map[string]int) error {
-	runs := map[string]int64{}
+// collectPublished reads published prediction files (L-Eval,
+// Counting-Stars, AlpacaEval) into b as imported generations of
+// "imported:MODEL" (MODEL: the file's own model name unless model is
+// given), scored under the setting "published" by the benchmark's scorer,
+// and counts their records.
+func collectPublished(files []string, model string, counts map[string]int, b *store.Batch) error {
+	runs := map[string]bool{}
 	for _, path := range files {
 		_, recs, err := published.Read(path)
 		if err != nil {
@@ -212,13 +283,10 @@ func importPublished(ctx context.Context, st *store.Store, files []string, model
 				name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 			}
 			fp := imported.Prefix + name
-			if _, ok := runs[fp]; !ok {
+			if !runs[fp] {
+				runs[fp] = true
 				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files})
-				id, err := st.StartRun(ctx, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported", Model: fp, Fingerprint: fp})
-				if err != nil {
-					return err
-				}
-				runs[fp] = id
+				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported", Model: fp, Fingerprint: fp})
 			}
 			meta, _ := json.Marshal(r.Metadata)
 			key := generate.Key(fp, nil, r.Task+"\x00"+r.ID+"\x00"+r.Prompt)
@@ -229,18 +297,8 @@ func importPublished(ctx context.Context, st *store.Store, files []string, model
 				scores = append(scores, store.Score{GenKey: key, Task: r.Task, SampleID: r.ID, Setting: "published", Metric: m, Value: v, Prediction: r.Prediction})
 			}
 		}
-		if err := st.PutSamples(ctx, samples); err != nil {
-			return err
-		}
-		if err := st.PutGenerations(ctx, gens, scores); err != nil {
-			return err
-		}
+		b.Samples, b.Generations, b.Scores = append(b.Samples, samples...), append(b.Generations, gens...), append(b.Scores, scores...)
 		counts[path] = len(recs)
-	}
-	for _, id := range runs {
-		if err := st.FinishRun(ctx, id, "done", 0, 0, 0, nil); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func loadWith(t *testing.T, args ...string) []*generate.Job {
 	var jobs []*generate.Job
 	cmd := &cobra.Command{Use: "load", RunE: func(*cobra.Command, []string) error {
 		var err error
-		jobs, _, err = f.loadJobs(io.Discard)
+		jobs, _, _, err = f.loadJobs(io.Discard)
 		return err
 	}}
 	f.register(cmd, "demo", []string{"demo"})

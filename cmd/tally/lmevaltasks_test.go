@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"tally/datasets"
+	"tally/internal/lmevalschema"
 	"tally/internal/pyref"
 	"tally/tasks"
 )
@@ -54,11 +56,21 @@ func TestLMEvalTasksEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, setting := range []string{"until", "nl"} {
-				if m, _ := filepath.Glob(filepath.Join(out, "demo", "samples_"+cfg.Task+"@"+setting+"_*.jsonl")); len(m) != 1 {
-					t.Errorf("lm-eval samples file for %s: %v", setting, m)
+			// One samples file for the task: each of its filters under
+			// its own until keeps its name, under the added setting nl it
+			// is FILTER@nl.
+			filters := map[string]bool{}
+			for _, l := range sampleLines(t, out, "demo", cfg.Task) {
+				filters[fmt.Sprint(l["filter"])] = true
+			}
+			for _, f := range cfg.LMEval().Filters() {
+				for _, want := range []string{f, f + "@nl"} {
+					if !filters[want] {
+						t.Errorf("lm-eval samples of %s: no lines of filter %s (filters %v)", cfg.Task, want, filters)
+					}
 				}
 			}
+			lmevalschema.Check(t, out)
 			scores, preds := storedScores(t, db)
 			loaded, err := cfg.Load(tasks.LoadOptions{Data: filepath.Join(td, c.data)})
 			if err != nil {

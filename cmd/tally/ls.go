@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/generate"
+	"tally/report"
 	"tally/store"
 )
 
@@ -62,15 +63,20 @@ func newLsCmd() *cobra.Command {
 // printInventory writes the inventory as three tables: models and their
 // last runs, generations per task, scores per setting.
 func printInventory(w io.Writer, inv *store.Inventory) error {
+	// A chat run is labelled so: one model's chat and raw runs are two
+	// fingerprints that would otherwise read alike.
+	model := func(fp string) string {
+		return report.ModelLabel(inv.Models[fp], report.IsChatFingerprint(fp) || report.RunChat(inv.LastRun[fp].Config))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tFINGERPRINT\tLAST RUN\tCOMMAND\tSTATUS\tCONFIG")
 	fps := make([]string, 0, len(inv.Models))
 	for fp := range inv.Models {
 		fps = append(fps, fp)
 	}
-	slices.SortFunc(fps, func(a, b string) int { return cmp.Or(cmp.Compare(inv.Models[a], inv.Models[b]), cmp.Compare(a, b)) })
+	slices.SortFunc(fps, func(a, b string) int { return cmp.Or(cmp.Compare(model(a), model(b)), cmp.Compare(a, b)) })
 	for _, fp := range fps {
-		m := inv.Models[fp]
+		m := model(fp)
 		r, ok := inv.LastRun[fp]
 		if !ok {
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", m, short(fp))
@@ -78,10 +84,13 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m, short(fp), store.RunStarted(r), r.Command, r.Status, configSummary(r.Config))
 	}
+	if line := runCounts(inv.Runs); line != "" {
+		fmt.Fprintln(tw, line)
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
 	for _, t := range inv.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", inv.Models[t.Fingerprint], t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", model(t.Fingerprint), t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSETTING\tBUDGET\tSCORED\tMETRICS")
@@ -90,9 +99,28 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		if c.SettingKey != "" {
 			set.Seqs = strings.Split(c.SettingKey, "\x00")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", inv.Models[c.Fingerprint], c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", model(c.Fingerprint), c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
 	}
 	return tw.Flush()
+}
+
+// runCounts is the line under the runs table counting every run by
+// status ("" when there is none), with what dead means.
+func runCounts(byStatus map[string]int) string {
+	var parts []string
+	for _, st := range []string{store.RunRunning, store.RunDone, store.RunFailed, store.RunInterrupted, store.RunDead} {
+		if n := byStatus[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := "runs: " + strings.Join(parts, ", ")
+	if byStatus[store.RunDead] > 0 {
+		line += " (a dead run's process stopped heartbeating without closing it: killed, or its machine lost)"
+	}
+	return line
 }
 
 // short abbreviates a long fingerprint for display.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tally/internal/lmevalcli"
+	"tally/internal/redact"
 )
 
 // Exit statuses (documented in the README).
@@ -40,12 +41,27 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	root := newRoot()
-	err := root.ExecuteContext(ctx)
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupts(cancel, os.Stderr)
+	err := newRoot().ExecuteContext(ctx)
+	cancel()
 	os.Exit(exitStatus(err, os.Stderr))
+}
+
+// interrupts makes SIGINT and SIGTERM cancel the command's context (work
+// stops, and what finished is committed within a few seconds: see
+// store.CommitGrace), and a second one end tally at once with status
+// ExitInterrupted (every write is a transaction: nothing committed is lost).
+func interrupts(cancel context.CancelFunc, w io.Writer) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(w, "tally: interrupted again: exiting now; committed work is kept, run the same command again to resume")
+		os.Exit(ExitInterrupted)
+	}()
 }
 
 // exitStatus prints err (if any) on w and returns the exit status for it.
@@ -57,7 +73,9 @@ func exitStatus(err error, w io.Writer) int {
 		fmt.Fprintln(w, "tally: interrupted; finished work is committed, run the same command again to resume")
 		return ExitInterrupted
 	}
-	fmt.Fprintln(w, "tally:", err)
+	// Every message goes through one redaction: the OpenAI API key (a
+	// server may echo it), Authorization values, store passwords.
+	fmt.Fprintln(w, "tally:", redact.String(err.Error(), os.Getenv("OPENAI_API_KEY")))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

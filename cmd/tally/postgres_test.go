@@ -245,8 +245,19 @@ func TestLsAndPlanShowWorkers(t *testing.T) {
 				for sc.Scan() {
 				}
 			}()
-			out, err := runTallyErr(built, "ls", "--store", db)
+			// The worker registers and claims in portions: between two
+			// portions it may hold no claim for an instant, so ls and plan
+			// are asked until they show it (or the attempts run out).
 			host, _ := os.Hostname()
+			var out string
+			for try := 0; try < 50; try++ {
+				out, err = runTallyErr(built, "ls", "--store", db)
+				if err == nil && strings.Contains(out, "WORKER") && strings.Contains(out, "lsw/") && strings.Contains(out, host) &&
+					strings.Contains(out, "live") && strings.Contains(out, "1 live") {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			if err != nil || !strings.Contains(out, "WORKER") || !strings.Contains(out, "lsw/") || !strings.Contains(out, host) ||
 				!strings.Contains(out, "live") || !strings.Contains(out, "1 live") {
 				t.Errorf("ls while a worker runs: %v\n%s", err, out)
@@ -255,9 +266,17 @@ func TestLsAndPlanShowWorkers(t *testing.T) {
 				Claimed int            `json:"claimed"`
 				Workers []store.Worker `json:"workers"`
 			}
-			pout, err := exec.Command(built, slices.Concat([]string{"plan"}, work[1:], []string{"--model", "demo", "--tasks", "demo", "--json"})...).Output()
-			if err == nil {
-				err = json.Unmarshal(pout, &pj)
+			var pout []byte
+			for try := 0; try < 50; try++ {
+				pj.Claimed, pj.Workers = 0, nil
+				pout, err = exec.Command(built, slices.Concat([]string{"plan"}, work[1:], []string{"--model", "demo", "--tasks", "demo", "--json"})...).Output()
+				if err == nil {
+					err = json.Unmarshal(pout, &pj)
+				}
+				if err == nil && pj.Claimed >= 1 && pj.Claimed <= 2 && len(pj.Workers) == 1 && pj.Workers[0].Claims >= 1 && pj.Workers[0].Live {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 			if err != nil || pj.Claimed < 1 || pj.Claimed > 2 || len(pj.Workers) != 1 || pj.Workers[0].Claims < 1 || !pj.Workers[0].Live {
 				t.Errorf("plan while a worker runs: %v %+v\n%s", err, pj, pout)

@@ -148,7 +148,7 @@ func TestREADMECommands(t *testing.T) {
 				t.Errorf("README walk-through: %s not written (%v)", f, err)
 			}
 		}
-		for _, pat := range []string{"lmeval/*/results_*.json", "lmeval/*/samples_drop@nl_*.jsonl"} {
+		for _, pat := range []string{"lmeval/*/results_*.json", "lmeval/*/samples_drop_*.jsonl"} {
 			if m, _ := filepath.Glob(filepath.Join(dir, pat)); len(m) == 0 {
 				t.Errorf("README walk-through: no %s", pat)
 			}

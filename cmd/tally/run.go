@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/backends/gomlx"
@@ -58,6 +63,10 @@ type runFlags struct {
 	// by lmevalcli.ApplyModelArgs before the command runs.
 	fewshot   int
 	modelArgs string
+	// deviceMemory is --device-memory as given ("" when not), and
+	// deviceBytes its value in bytes (validate parses it).
+	deviceMemory string
+	deviceBytes  int64
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -66,6 +75,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
+	fl.StringVar(&f.deviceMemory, "device-memory", "", "native backend: the memory the model may use in all, weights included (e.g. 79GiB): the plan sizes the batch and prefill chunks to it; on xla/cuda there is no plan without it (default on cpu: the host's available memory)")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
@@ -102,23 +112,34 @@ func defaultStore() string {
 	return "tally.db"
 }
 
-// validate checks the numeric flags: each, when given, must be positive.
+// maxConcurrency bounds --concurrency (requests in flight, batch rows).
+const maxConcurrency = 1 << 16
+
+// validate checks the numeric flags: each, when given, must be positive
+// and at most its bound (a budget or size that overflows is refused).
 func (f *runFlags) validate() error {
 	for _, c := range []struct {
-		name string
-		v    int
-		want string
+		name    string
+		v, most int
+		want    string
 	}{
-		{"limit", f.limit, "a positive number of samples"},
-		{"max-tokens", f.maxTokens, "a positive token budget"},
-		{"concurrency", f.concurrency, "at least 1 request in flight"},
+		{"limit", f.limit, math.MaxInt, "a positive number of samples"},
+		{"max-tokens", f.maxTokens, generate.MaxBudget, fmt.Sprintf("a positive token budget, at most %d (budgets are capped by the model's context)", generate.MaxBudget)},
+		{"concurrency", f.concurrency, maxConcurrency, fmt.Sprintf("1 to %d requests in flight", maxConcurrency)},
 	} {
-		if c.v < 0 || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}
 	if _, err := gomlx.ParseDType(f.dtype); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
+	}
+	if f.deviceMemory != "" {
+		n, err := humanize.ParseBytes(f.deviceMemory)
+		if err != nil || n == 0 || n > math.MaxInt64 {
+			return fmt.Errorf("--device-memory %q: want a size such as 79GiB, 80GB or a number of bytes", f.deviceMemory)
+		}
+		f.deviceBytes = int64(n)
 	}
 	if f.fewshot < 0 {
 		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
@@ -137,6 +158,9 @@ type session struct {
 	be    backends.Backend
 	jobs  []*generate.Job
 	cfgs  []*tasks.Config
+	// totals is, per task, the number of samples in its data before
+	// --limit or --samples.
+	totals map[string]int
 }
 
 func (f *runFlags) settings() ([]generate.StopSetting, error) {
@@ -149,6 +173,9 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 		}
 		if seen[s.Name] {
 			return nil, fmt.Errorf("stop setting %q given twice", s.Name)
+		}
+		if strings.ContainsAny(s.Name, "/\\") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "." || s.Name == ".." {
+			return nil, fmt.Errorf("--stop %q: a setting name may not hold a path separator or a control character, or be . or ..", a)
 		}
 		seen[s.Name] = true
 		out = append(out, s)
@@ -168,47 +195,62 @@ func (f *runFlags) setArgs() []string {
 func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
 
 // loadJobs resolves tasks and loads their samples; no model is needed.
-func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config, error) {
+// totals is, per task, the number of samples in its data before --limit
+// or --samples.
+func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tasks.Config, totals map[string]int, err error) {
 	if err := f.validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stops, err := f.settings()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(f.tasks) == 0 {
-		return nil, nil, fmt.Errorf("no tasks: pass --tasks")
+		return nil, nil, nil, fmt.Errorf("no tasks: pass --tasks")
 	}
 	if f.data != "" && len(f.tasks) > 1 {
-		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+		return nil, nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
 	set := map[string]string{}
 	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+			return nil, nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
 		}
 		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
-			return nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
+			return nil, nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
 		}
 		set[k] = v
 	}
-	var jobs []*generate.Job
-	var cfgs []*tasks.Config
-	found := map[string]bool{}
-	var resolved []*tasks.Config
+	totals = map[string]int{}
 	for _, spec := range f.tasks {
 		cs, err := tasks.ResolveAll(spec, set)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		resolved = append(resolved, cs...)
+		cfgs = append(cfgs, cs...)
 	}
-	for _, cfg := range resolved {
-		loaded, err := cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+	// Tasks load on every core (a large suite's data is most of what a
+	// plan reads).
+	all, errs := make([]tasks.Loaded, len(cfgs)), make([]error, len(cfgs))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, cfg := range cfgs {
+		g.Go(func() error {
+			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad})
+			return nil
+		})
+	}
+	g.Wait()
+	for _, err := range errs { // the first task's error, whichever failed first
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+	}
+	found := map[string]bool{}
+	for i, cfg := range cfgs {
+		loaded := all[i]
+		totals[cfg.Task] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
@@ -216,7 +258,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 			found[s.ID] = true
 		}
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
 		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
@@ -224,7 +266,6 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 			j.MaxTokens = f.maxTokens
 		}
 		jobs = append(jobs, j)
-		cfgs = append(cfgs, cfg)
 	}
 	var unknown []string
 	for _, id := range f.samples {
@@ -233,14 +274,14 @@ func (f *runFlags) loadJobs(stderr io.Writer) ([]*generate.Job, []*tasks.Config,
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
+		return nil, nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
 	}
 	for _, j := range jobs {
 		if len(j.Samples) == 0 {
-			return nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
+			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
 		}
 	}
-	return jobs, cfgs, nil
+	return jobs, cfgs, totals, nil
 }
 
 // open sets up a session. A read-only session opens an existing store for
@@ -249,7 +290,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: pass --model")
 	}
-	jobs, cfgs, err := f.loadJobs(stderr)
+	jobs, cfgs, totals, err := f.loadJobs(stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +298,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if err != nil {
 		return nil, err
 	}
-	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs}, nil
+	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs, totals: totals}, nil
 }
 
 // openStoreAndModel opens the store (read-only: an existing one only) and
@@ -389,34 +430,58 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	if !f.json {
 		printPlan(stderr, plan)
 	}
+	// The native backend's memory plan for the work, before any of it (on
+	// xla/cuda only with --device-memory), also beside --json's stdout.
+	if mem := memoryPlan(s.be, plan); mem != "" {
+		fmt.Fprintf(stderr, "memory: %s\n", mem)
+	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
-		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be)})
+		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be), "chat": s.chat()})
 	host, _ := os.Hostname()
+	started := time.Now()
 	runID, err := s.st.StartRun(ctx, store.Run{Command: name, Config: cfg, Version: version(), Host: host,
-		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint})
+		Backend: s.be.Name(), Model: f.model, Fingerprint: plan.Fingerprint, Lease: f.lease})
 	if err != nil {
 		return err
 	}
+	finishCtx, endFinish := store.WithGrace(ctx)
+	defer endFinish()
+	stopBeat := s.st.KeepRunAlive(runID, f.lease)
+	sum, err := s.execute(ctx, name, plan, runID, started, stdout, stderr)
+	stopBeat()
+	return s.closeRun(finishCtx, runID, sum, err)
+}
+
+// closeRun records how run runID ended and returns err, or the error of
+// recording it. ctx outlives an interrupt by store.CommitGrace (an
+// interrupted run is closed too). Failed samples (exit status 3) end a
+// run that completed.
+func (s *session) closeRun(ctx context.Context, runID int64, sum generate.Summary, err error) error {
+	status := store.EndStatus(err)
+	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == ExitFailed {
+		status = store.RunDone
+	}
+	statsJSON, _ := json.Marshal(backendStats(s.be))
+	if ferr := s.st.FinishRun(ctx, runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); ferr != nil && err == nil {
+		return ferr
+	}
+	return err
+}
+
+// execute does a planned run's work (recorded as run runID) and reports
+// it: the model work, the scores, the output files, the tables.
+func (s *session) execute(ctx context.Context, name string, plan *generate.Plan, runID int64, started time.Time, stdout, stderr io.Writer) (generate.Summary, error) {
+	f := s.flags
 	owner := f.workerID()
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s on store %s\n", owner, store.Redact(f.storePath))
 	}
-	sum, execErr := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
+	sum, err := generate.Execute(ctx, s.st, s.be, plan, generate.Options{RunID: runID, Progress: newProgress(stderr), Lease: f.lease,
 		Owner: owner, Model: f.model, ClaimBatch: f.claimBatch})
 	sum.Worker = owner
-	status := "done"
-	if execErr != nil {
-		status = "interrupted"
-	}
-	statsJSON, _ := json.Marshal(backendStats(s.be))
-	// Record the run's end even when interrupted, with a context that is
-	// not cancelled.
-	if err := s.st.FinishRun(context.Background(), runID, status, sum.GeneratedTokens, sum.PromptTokens, sum.GenSeconds, statsJSON); err != nil && execErr == nil {
-		execErr = err
-	}
-	if execErr != nil {
-		return execErr
+	if err != nil {
+		return sum, err
 	}
 	warnUnscorable(stderr, sum.Unscorable)
 	// Each failed sample was printed as it failed (progress); one line
@@ -432,16 +497,22 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	// generations, and any score whose inputs changed, are (re)computed.
 	res, rep, err := generate.CurrentResults(ctx, s.st, plan, generate.ScoreOptions{Write: true, RunID: runID})
 	if err != nil {
-		return err
+		return sum, err
 	}
 	warnUnscorable(stderr, rep.Unscorable)
 	sum.Recomputed += rep.Recomputed
 	noteRecomputed(stderr, sum.Recomputed, true)
-	sum.Scores, sum.Counts, sum.FailedSamples = res.Means(), res.Counts(), generate.FailedAsZero
-	if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
-		return err
+	runs := []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: plan, Results: res}}
+	ds, err := s.dataset(ctx, runs, f.outputPath != "", false)
+	if err != nil {
+		return sum, err
 	}
-	exit := failedExit(res)
+	sum.Scores, sum.Counts = figures(ds)
+	sum.FailedSamples = generate.FailedAsZero
+	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
+		return sum, err
+	}
+	exit := failedExit(res.Failures())
 	if owner != "" && exit != nil {
 		// The run is complete: failed samples are stored as such, and a
 		// scheduler restarting this worker would find nothing to do.
@@ -450,9 +521,9 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	if f.json {
 		if err := writeJSON(stdout, sum); err != nil {
-			return err
+			return sum, err
 		}
-		return exit
+		return sum, exit
 	}
 	if owner != "" {
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
@@ -460,13 +531,13 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
 		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
-	printScores(stdout, s.jobs, res)
+	printRows(stdout, ds)
 	if name == "demo" {
 		for _, j := range s.jobs {
 			fmt.Fprint(stdout, demostory.Summarize(j.Task, j.Settings, j.Samples, res))
 		}
 	}
-	return exit
+	return sum, exit
 }
 
 // noteRecomputed says on stderr how many (sample, setting) pairs had stale
@@ -484,8 +555,7 @@ func noteRecomputed(w io.Writer, n int, stored bool) {
 
 // failedExit is the error that makes tally exit with ExitFailed when any
 // sample of the results failed, nil otherwise.
-func failedExit(res generate.Results) error {
-	f := res.Failures()
+func failedExit(f []string) error {
 	if len(f) == 0 {
 		return nil
 	}
@@ -525,36 +595,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func printScores(w io.Writer, jobs []*generate.Job, res generate.Results) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tsetting\tmetric\tmean\tn\tfailed")
-	means := res.Means()
-	anyFailed := false
-	for _, j := range jobs {
-		for _, set := range j.Settings {
-			for _, m := range res.Metrics(j.Task) {
-				xs := res[j.Task][set.Name][m]
-				failed := 0
-				for _, x := range xs {
-					if x.Failed != "" {
-						failed++
-					}
-				}
-				anyFailed = anyFailed || failed > 0
-				mean := "n/a"
-				if v, ok := means[j.Task][set.Name][m]; ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
-					mean = fmt.Sprintf("%.4f", float64(v))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", j.Task, set.String(), m, mean, len(xs), failed)
-			}
-		}
-	}
-	tw.Flush()
-	if anyFailed {
-		fmt.Fprintln(w, "note: "+report.FailedNote)
-	}
 }
 
 func backendStats(be backends.Backend) any {
@@ -802,26 +842,58 @@ func memoryPlan(be backends.Backend, p *generate.Plan) string {
 }
 
 func newRescoreCmd() *cobra.Command {
-	return plannedCommand("rescore", "Recompute scores from stored generations, with no model work", false,
-		func(ctx context.Context, f *runFlags, s *session, p *generate.Plan, stdout, stderr io.Writer) error {
-			res, rep, err := generate.CurrentResults(ctx, s.st, p, generate.ScoreOptions{Write: true, Force: true})
-			if err != nil {
-				return fmt.Errorf("rescore: %w", err)
-			}
-			warnUnscorable(stderr, rep.Unscorable)
-			noteRecomputed(stderr, rep.Recomputed, true)
-			if err := writeOutputPath(ctx, s.st, f, s.jobs, f.outputPath, stderr); err != nil {
-				return err
-			}
-			if f.json {
-				if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": res.Means(),
-					"counts": res.Counts(), "failed_samples": generate.FailedAsZero}); err != nil {
-					return err
-				}
-				return failedExit(res)
-			}
-			fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
-			printScores(stdout, s.jobs, res)
-			return failedExit(res)
-		})
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "rescore",
+		Short: "Recompute scores from stored generations, with no model work",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return rescoreCommand(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd, "", nil)
+	return cmd
+}
+
+// rescoreCommand rescores the stored generations of the jobs a task at a
+// time (generate.Rescore streams), summarising each task through the one
+// source of figures (report.FromResults) before the next is read.
+func rescoreCommand(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
+	s, err := f.open(ctx, stderr, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	started := time.Now()
+	ds, failures := &report.Dataset{}, []string(nil)
+	var runs []report.RunResults
+	rep, err := generate.Rescore(ctx, s.st, s.be, s.jobs, func(j *generate.Job, p *generate.Plan, res generate.Results) error {
+		runs = []report.RunResults{{Model: f.model, Chat: s.chat(), DType: productsDType(s.be), Plan: p, Results: res}}
+		d, err := s.datasetOf(ctx, []*generate.Job{j}, runs, f.outputPath != "", false)
+		if err != nil {
+			return err
+		}
+		ds.Tasks = append(ds.Tasks, d.Tasks...)
+		failures = append(failures, res.Failures()...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	warnUnscorable(stderr, rep.Unscorable)
+	noteRecomputed(stderr, rep.Recomputed, true)
+	if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, []backends.Backend{s.be}), stderr); err != nil {
+		return err
+	}
+	if f.json {
+		means, counts := figures(ds)
+		if err := writeJSON(stdout, map[string]any{"rescored": rep.Scored, "recomputed": rep.Recomputed, "scores": means,
+			"counts": counts, "failed_samples": generate.FailedAsZero}); err != nil {
+			return err
+		}
+		return failedExit(failures)
+	}
+	fmt.Fprintf(stderr, "rescored %d (sample, setting) pairs from stored generations\n", rep.Scored)
+	printRows(stdout, ds)
+	return failedExit(failures)
 }

@@ -3,7 +3,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
@@ -48,28 +47,31 @@ func ReadFile(path string, skipBad bool) (Result, error) {
 	return Read(r, path, skipBad)
 }
 
-// Read reads JSON Lines from r; name is used in errors.
+// Read reads JSON Lines from r; name is used in errors. A line longer
+// than MaxLine is an error even with skipBad (it is not a sample, and is
+// read no further).
 func Read(r io.Reader, name string, skipBad bool) (Result, error) {
+	return read(NewLines(r, name), name, skipBad)
+}
+
+func read(lines *Lines, name string, skipBad bool) (Result, error) {
 	var res Result
-	br := bufio.NewReaderSize(r, 1<<20)
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if rerr := parseLine(line, lineNo, name, &res); rerr != nil {
-				if !skipBad {
-					return res, rerr
-				}
-				if res.Skipped == 0 {
-					res.FirstSkip = rerr
-				}
-				res.Skipped++
-			}
-		}
+	for {
+		line, err := lines.Next()
 		if err == io.EOF {
 			return res, nil
 		}
 		if err != nil {
-			return res, fmt.Errorf("read %s line %d: %w", name, lineNo, err)
+			return res, err
+		}
+		if rerr := parseLine(line, lines.Line(), name, &res); rerr != nil {
+			if !skipBad {
+				return res, rerr
+			}
+			if res.Skipped == 0 {
+				res.FirstSkip = rerr
+			}
+			res.Skipped++
 		}
 	}
 }

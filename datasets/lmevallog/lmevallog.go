@@ -36,6 +36,9 @@ type Record struct {
 	// Target is the logged "target" (a string, or the JSON of any other
 	// value).
 	Target string
+	// Filter is the logged "filter" (the filter pipeline that made
+	// Filtered: "none" when the task has none), "" in logs without it.
+	Filter string
 	// MaxGenToks is generation_kwargs' max_gen_toks (0 when absent).
 	MaxGenToks int
 	// Metrics are the logged values of the metrics named in "metrics"
@@ -82,6 +85,7 @@ type rawLine struct {
 	Filtered  []json.RawMessage   `json:"filtered_resps"`
 	Target    json.RawMessage     `json:"target"`
 	Metrics   []string            `json:"metrics"`
+	Filter    string              `json:"filter"`
 	Tally     json.RawMessage     `json:"tally"`
 }
 
@@ -140,7 +144,7 @@ func parse(b []byte) (Record, error) {
 	if err := json.Unmarshal(l.Resps[0][0], &r.Response); err != nil {
 		return Record{}, fmt.Errorf(`field "resps"[0][0]: not a string: %w`, err)
 	}
-	r.MaxGenToks, r.Tally = kw.MaxGenToks, l.Tally
+	r.MaxGenToks, r.Tally, r.Filter = kw.MaxGenToks, l.Tally, l.Filter
 	if len(l.Filtered) > 0 {
 		_ = json.Unmarshal(l.Filtered[0], &r.Filtered)
 	}

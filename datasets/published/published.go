@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 
+	"tally/datasets/jsonl"
 	"tally/scoring/countingstars"
 	"tally/scoring/leval"
 )
@@ -104,8 +105,8 @@ func Detect(path string) (Format, bool) {
 		return "", false
 	}
 	defer closeFile()
-	line, err := bufio.NewReaderSize(r, 64<<10).ReadBytes('\n')
-	if err != nil && err != io.EOF {
+	line, err := jsonl.NewLines(r, path).Next()
+	if err != nil {
 		return "", false
 	}
 	var first map[string]json.RawMessage
@@ -152,29 +153,59 @@ func readRows(path string) ([]map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	defer closeFile()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	data = bytes.TrimSpace(data)
+	br := bufio.NewReader(r)
 	var rows []map[string]json.RawMessage
-	if len(data) > 0 && data[0] == '[' {
+	if first, err := firstByte(br); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	} else if first == '[' {
+		// One JSON array: the whole file is one value.
+		data, err := io.ReadAll(br)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
 		if err := json.Unmarshal(data, &rows); err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 		return rows, nil
 	}
-	for i, line := range bytes.Split(data, []byte("\n")) {
+	// JSON lines, each at most jsonl.MaxLine long.
+	lines := jsonl.NewLines(br, path)
+	for {
+		line, err := lines.Next()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var row map[string]json.RawMessage
 		if err := json.Unmarshal(line, &row); err != nil {
-			return nil, fmt.Errorf("read %s line %d: %w", path, i+1, err)
+			return nil, fmt.Errorf("read %s line %d: %w", path, lines.Line(), err)
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+}
+
+// firstByte peeks (consuming nothing) at the first byte of br that is not
+// white space: 0 for a stream of white space only, or one whose white space
+// outlasts br's buffer.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for i := 1; i <= br.Size(); i++ {
+		b, err := br.Peek(i)
+		if len(b) < i {
+			if err == io.EOF || err == bufio.ErrBufferFull {
+				return 0, nil
+			}
+			return 0, err
+		}
+		if c := b[i-1]; !strings.ContainsRune(" \t\r\n", rune(c)) {
+			return c, nil
+		}
+	}
+	return 0, nil
 }
 
 func str(row map[string]json.RawMessage, k string) string {

@@ -38,7 +38,7 @@ var Flags = []Flag{
 	{"tasks", "tasks", "built-in names or YAML paths; `--tasks list` (or `tally tasks list`) lists them"},
 	{"num_fewshot", "fewshot", "solved examples before each prompt (the task's own default otherwise)"},
 	{"batch_size", "concurrency", "requests in flight (native backend: the batch); a number, not auto"},
-	{"output_path", "output-path", "results_*.json and samples_*.jsonl under DIR/<model>/, one task per stop setting (drop@nl)"},
+	{"output_path", "output-path", "results_*.json and samples_<task>_*.jsonl under DIR/<model>/, each stop setting an lm-eval filter (f1,nl)"},
 	{"log_samples", "log-samples", "accepted and changes nothing: the samples files are always written with --output-path"},
 	{"apply_chat_template", "chat", "prompts through the model's chat template"},
 	{"limit", "limit", "a number of samples (not a fraction)"},

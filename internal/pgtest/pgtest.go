@@ -31,6 +31,13 @@ func NewDatabase(tb testing.TB) string {
 	if admin == "" {
 		tb.Skip("no PostgreSQL server: set " + Env + " (scripts/postgres-server.sh starts one; .ci/run does)")
 	}
+	return newDatabase(tb, admin)
+}
+
+// newDatabase creates an empty database on the server of the superuser
+// URL admin, drops it when the test ends, and returns its URL.
+func newDatabase(tb testing.TB, admin string) string {
+	tb.Helper()
 	u, err := url.Parse(admin)
 	if err != nil {
 		tb.Fatalf("%s: %v", Env, err)

@@ -17,9 +17,14 @@ func init() {
 		m := scoring.Metric{Name: l.Name, Version: metricVersion, Reference: refDoc, Doc: l.Doc, Line: &l}
 		switch l.Name {
 		case "drop":
+			// lm-eval's DROP task (lm_eval/tasks/drop/default.yaml)
+			// names these em and f1.
 			m.Score = taskScore(l.Name, false)
+			m.LMEvalNames = map[string]string{"drop.em": "em", "drop.f1": "f1"}
 		case "drop-fixed":
+			// tally's own metric, named beside lm-eval's as its own.
 			m.Score = taskScore(l.Name, true)
+			m.LMEvalNames = map[string]string{"drop-fixed.em": "em_fixed", "drop-fixed.f1": "f1_fixed"}
 		}
 		scoring.Register(m)
 	}

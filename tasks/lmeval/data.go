@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tally/datasets/jsonl"
 	"tally/datasets/pqrows"
 )
 
@@ -169,24 +170,25 @@ func readRows(path string, skipBad bool) ([]*Map, int, error) {
 	}
 	var out []*Map
 	skipped := 0
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
+	lines := jsonl.NewLines(br, path) // at most jsonl.MaxLine a line
+	for {
+		line, err := lines.Next()
+		if err == io.EOF {
+			return out, skipped, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			m, perr := parseLine(t)
 			if perr != nil {
 				if !skipBad {
-					return nil, 0, fmt.Errorf("read %s line %d: %w", path, lineNo, perr)
+					return nil, 0, fmt.Errorf("read %s line %d: %w", path, lines.Line(), perr)
 				}
 				skipped++
 			} else {
 				out = append(out, m)
 			}
-		}
-		if err == io.EOF {
-			return out, skipped, nil
-		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("read %s line %d: %w", path, lineNo, err)
 		}
 	}
 }

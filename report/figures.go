@@ -1,0 +1,177 @@
+package report
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+
+	"tally/generate"
+	"tally/scoring/stats"
+)
+
+// figures is what summarise needs of one task, whichever way it was read
+// (from the store by Load, or from a run's results by FromResults): per
+// (column, metric) the series of per-sample values, the failed samples of
+// each column, and the column each column is paired with.
+type figures struct {
+	td  *TaskData
+	ids []string
+	ser map[[2]int]*series
+	// fails maps a column to its failed samples (index into ids) and why
+	// they failed; a failed sample is in every metric's series with value 0.
+	fails map[int]map[int32]string
+	// base is, per column, the column its paired difference is taken
+	// against (-1: none).
+	base []int
+}
+
+// summarise makes the task's summary rows, the one computation of n,
+// failed and means behind every output: per metric and column the mean
+// with its 95% interval (failed samples count as 0 and are listed), and,
+// for a column with a base column, the paired difference against it. A
+// column's mean sums its samples in sample order (ids numerically when
+// they are numbers); pairs go in the order of their ids as strings. A
+// column with no value under any metric still gets one row per metric
+// (n 0, no mean), so that a selected setting never silently disappears.
+func summarise(f figures) []Row {
+	td, ids := f.td, f.ids
+	byNum := make([]int32, len(ids))
+	byStr := make([]int32, len(ids))
+	for i := range ids {
+		byNum[i], byStr[i] = int32(i), int32(i)
+	}
+	slices.SortStableFunc(byNum, func(a, b int32) int { return compareIDs(ids[a], ids[b]) })
+	slices.SortFunc(byStr, func(a, b int32) int { return cmp.Compare(ids[a], ids[b]) })
+	// at returns, per sample index, the series position holding its
+	// value (the last one read), or -1.
+	at := func(sr *series) []int32 {
+		pos := make([]int32, len(ids))
+		for i := range pos {
+			pos[i] = -1
+		}
+		if sr == nil {
+			return pos
+		}
+		k := int32(0)
+		for _, ch := range sr.chunks {
+			for _, p := range ch {
+				pos[p.idx] = k
+				k++
+			}
+		}
+		return pos
+	}
+	empty := make([]bool, len(td.Columns))
+	for ci := range td.Columns {
+		empty[ci] = true
+		for mi := range td.Metrics {
+			if sr := f.ser[[2]int{ci, mi}]; sr != nil && sr.n > 0 {
+				empty[ci] = false
+			}
+		}
+	}
+	var rows []Row
+	for mi, m := range td.Metrics {
+		positions := make([][]int32, len(td.Columns))
+		posOf := func(ci int) []int32 {
+			if positions[ci] == nil {
+				positions[ci] = at(f.ser[[2]int{ci, mi}])
+			}
+			return positions[ci]
+		}
+		for ci, c := range td.Columns {
+			sr := f.ser[[2]int{ci, mi}]
+			if (sr == nil || sr.n == 0) && !empty[ci] {
+				continue
+			}
+			pos := posOf(ci)
+			row := Row{Task: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Chat: c.Chat, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget}
+			vals := make([]float64, 0, len(ids))
+			fails := f.fails[ci]
+			for _, id := range byNum {
+				k := pos[id]
+				if k < 0 {
+					continue
+				}
+				vals = append(vals, sr.at(k).val)
+				if why, ok := fails[id]; ok {
+					row.FailedSamples = append(row.FailedSamples, FailedSample{ids[id], why})
+				}
+			}
+			row.N, row.Failed = len(vals), len(row.FailedSamples)
+			row.Scored = row.N - row.Failed
+			row.Mean = interval(stats.MeanInterval(vals, Level))
+			row.Stderr = generate.Mean(stats.MeanStderr(vals))
+			if len(vals) == 0 {
+				nan := generate.Mean(math.NaN())
+				row.Mean = Interval{nan, nan, nan}
+			}
+			if b := f.base[ci]; b >= 0 && b != ci {
+				row.Against = td.Columns[b].Label
+				row.Diff, row.Changed = pairColumns(ids, byStr, f.ser[[2]int{b, mi}], posOf(b), sr, pos)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// pairColumns pairs a column's values with its base column's by sample
+// and returns the paired difference (this minus base) and the samples
+// whose value changed.
+func pairColumns(ids []string, byStr []int32, first *series, firstAt []int32, this *series, thisAt []int32) (*Interval, []Changed) {
+	var a, b []float64
+	changed := 0
+	for _, id := range byStr {
+		k, j := firstAt[id], thisAt[id]
+		if k < 0 || j < 0 {
+			continue
+		}
+		x, y := first.at(k).val, this.at(j).val
+		a, b = append(a, x), append(b, y)
+		if x != y {
+			changed++
+		}
+	}
+	var ch []Changed
+	if changed > 0 {
+		ch = make([]Changed, 0, changed)
+		for _, id := range byStr {
+			k, j := firstAt[id], thisAt[id]
+			if k < 0 || j < 0 {
+				continue
+			}
+			if x, y := first.at(k), this.at(j); x.val != y.val {
+				ch = append(ch, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), x.pred, y.pred})
+			}
+		}
+	}
+	return pairedInterval(a, b), ch
+}
+
+// compareIDs orders sample ids numerically when both are numbers.
+func compareIDs(a, b string) int {
+	x, ex := strconv.Atoi(a)
+	y, ey := strconv.Atoi(b)
+	if ex == nil && ey == nil {
+		return cmp.Compare(x, y)
+	}
+	return cmp.Compare(a, b)
+}
+
+// failedMetrics are the metrics a failed sample counts 0 under: the
+// task's metrics but the unscorable count, or generate.NoneScored when no
+// sample of the task was scored.
+func failedMetrics(metrics []string) []string {
+	var out []string
+	for _, m := range metrics {
+		if m != generate.Unscorable {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{generate.NoneScored}
+	}
+	return out
+}

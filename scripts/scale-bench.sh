@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# tally plan and rescore on a store of 200,000 generations (20 tasks of
+# 10,000 demo-style samples, 2.4 million scores; issue 23, finding 9), with
+# the code at BASE and with the working tree, in one run: ratios come from
+# the same machine at the same time.
+#
+#   scripts/scale-bench.sh [BASE [WORKDIR]]     (BASE: a commit, default main)
+#
+# (a) exports BASE into WORKDIR/base and adds the working tree's
+#     cmd/tally/scale_bench_test.go to it;
+# (b) builds the store once with BASE (BenchmarkScaleStore; a few minutes)
+#     and gives each side its own copy of it (the working tree's migrates
+#     its copy when it writes);
+# (c) runs BenchmarkScalePlan for each side in turn (ROUNDS times, default
+#     2), then BenchmarkScaleRescore once each on a fresh copy;
+# (d) prints wall seconds, CPU seconds (all cores) and peak RSS of the tally
+#     process per side, and the ratios working tree / BASE.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${1:-main}
+WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/tally-scale-bench.XXXXXX")}
+ROUNDS=${ROUNDS:-2}
+export GOEXPERIMENT=${GOEXPERIMENT-simd}
+log() { echo "scale-bench: $*" >&2; }
+
+mkdir -p "$WORK/base" "$WORK/store"
+if [ ! -e "$WORK/base/go.mod" ]; then
+	git -C "$ROOT" archive "$BASE" | tar -x -C "$WORK/base"
+fi
+cp "$ROOT/cmd/tally/scale_bench_test.go" "$WORK/base/cmd/tally/"
+if [ ! -e "$WORK/store/scale.db" ]; then
+	log "building the store with $BASE in $WORK/store"
+	(cd "$WORK/base" && TALLY_BENCH_SCALE="$WORK/store" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkScaleStore$' -benchtime 1x -timeout 60m >/dev/null)
+fi
+
+# copy SIDE: a fresh copy of the store (and its task files) for one side.
+copy() {
+	rm -rf "$WORK/$1"
+	mkdir -p "$WORK/$1"
+	cp "$WORK"/store/scale* "$WORK/$1/"
+	rm -f "$WORK/$1"/scale.db-*
+	# The task files name their data by absolute path: point them here.
+	sed -i "s|$WORK/store/|$WORK/$1/|" "$WORK/$1"/*.yaml
+}
+
+# bench SIDE DIR NAME: run benchmark NAME of the tree DIR on SIDE's copy.
+bench() {
+	(cd "$2" && TALLY_BENCH_SCALE="$WORK/$1" go test ./cmd/tally/ -run '^$' -bench "^$3\$" -benchtime 1x -timeout 60m) |
+		awk -v side="$1" -v name="$3" '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%s %s %s %s\n", name, side, $(i+1), $i }'
+}
+
+results=$WORK/results.txt
+: >"$results"
+copy old
+copy new
+for round in $(seq "$ROUNDS"); do
+	log "plan, round $round"
+	bench old "$WORK/base" BenchmarkScalePlan >>"$results"
+	bench new "$ROOT" BenchmarkScalePlan >>"$results"
+done
+log "rescore"
+copy old
+bench old "$WORK/base" BenchmarkScaleRescore >>"$results"
+copy new
+bench new "$ROOT" BenchmarkScaleRescore >>"$results"
+
+echo "$BASE (old) against the working tree (new); plan: mean of $ROUNDS runs"
+awk '{ sum[$1" "$3" "$2] += $4; n[$1" "$3" "$2]++ }
+	END {
+		printf "%-22s %-12s %10s %10s %10s\n", "benchmark", "metric", "old", "new", "new/old"
+		for (k in sum) {
+			split(k, f, " ")
+			if (f[3] != "old") continue
+			o = sum[k] / n[k]; kn = f[1]" "f[2]" new"; nw = sum[kn] / n[kn]
+			printf "%-22s %-12s %10.2f %10.2f %10.3f\n", f[1], f[2], o, nw, (o > 0 ? nw / o : 0)
+		}
+	}' "$results" | sort
