@@ -34,7 +34,7 @@ type parityRow struct {
 	Model string `json:"model"`
 	DType string `json:"dtype"`
 	// Arithmetic is the model fingerprint's arithmetic part, e.g.
-	// "float32:xla-cuda:numerics-1" (it would say xla-cuda-tf32 if the
+	// "float32:xla-cuda:numerics-2" (it would say xla-cuda-tf32 if the
 	// float32 products ran in TF32).
 	Arithmetic string `json:"arithmetic"`
 	Prompts    int    `json:"prompts"`
