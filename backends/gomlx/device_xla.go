@@ -12,9 +12,9 @@ import (
 // xlaAvailable reports whether this binary was built with the XLA backend.
 const xlaAvailable = true
 
-func newXLA(device, env string) (b mlbackends.Backend, err error) {
+// newXLA creates go-xla's backend from cfg (xlaBackendConfig).
+func newXLA(device, cfg string) (b mlbackends.Backend, err error) {
 	xla.EnableAutoInstall(false)
-	cfg := xlaPluginConfig(device, env)
 	defer func() {
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("device %s: XLA backend failed: %v", device, r)
@@ -25,4 +25,10 @@ func newXLA(device, env string) (b mlbackends.Backend, err error) {
 		return nil, fmt.Errorf("device %s: no usable PJRT plugin %q (set GOMLX_BACKEND=xla:/abs/path/to/xla_cuda_plugin.so or PJRT_PLUGIN_LIBRARY_PATH; auto-install is off): %w", device, cfg, err)
 	}
 	return b, nil
+}
+
+// xlaTF32 reports whether backend multiplies float32 matrices in TF32.
+func xlaTF32(backend mlbackends.Backend) bool {
+	b, ok := backend.(*xla.Backend)
+	return ok && b.DotGeneralUseTF32
 }

@@ -65,6 +65,7 @@ func roundUp(n, step int) int {
 // than attending the rest of the cache in place (BenchmarkCPUBenchModel,
 // 270-token prompts, 128 new tokens in a 512-token cache: decode 1.2×
 // faster at batch 1 and 1.45× at batch 8 than with the bucket sliced).
+// The pure-Go backend rounds the bucket further (invariance.keyCount).
 func decodeKeys(n, length int) int {
 	k := min(roundUp(max(n, minCache), blockLength(n)), length)
 	if 2*k > length {
@@ -116,7 +117,7 @@ func (m *Model) newCache(batch, length int) []*tensors.Tensor {
 	c := m.cfg
 	out := make([]*tensors.Tensor, 2*c.NumLayers)
 	for i := range out {
-		out[i] = tensors.FromShape(shapesF32(cacheDims(c, batch, length, i%2 == 1)...))
+		out[i] = tensors.FromShape(shapesF32(cacheDims(c, m.lay.inv, batch, length, i%2 == 1)...))
 	}
 	return out
 }
@@ -141,7 +142,9 @@ type prefillRow struct {
 // prefill runs rows (each in its own slot) through the model in chunks,
 // writing their keys and values into cache and recording each row's last
 // logits. all asks for every position's logits (one chunk, one row).
-func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool) error {
+// budget bounds one call's attention scores (rows × heads × chunk × keys,
+// see prefillBudget).
+func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool, budget int) error {
 	H := m.cfg.NumHeads
 	V := m.cfg.VocabSize
 	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
@@ -179,16 +182,16 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 			return min(roundUp(d, blockLength(d)), length)
 		}
 		C := chunk()
-		keys := func() int { return min(base()+C, length) }
+		keys := func() int { return m.lay.inv.keyCount(min(base()+C, length), length) }
 		if !all {
-			for C > 256 && R*H*C*keys() > m.budget {
+			for C > 256 && R*H*C*keys() > budget {
 				limit = pow2AtLeast(C) / 2
 				C = chunk()
 			}
-			for R > 1 && R*H*C*keys() > m.budget {
+			for R > 1 && R*H*C*keys() > budget {
 				R /= 2
 			}
-			for C > minChunk && R*H*C*keys() > m.budget {
+			for C > minChunk && R*H*C*keys() > budget {
 				limit = pow2AtLeast(C) / 2
 				C = chunk()
 			}
@@ -276,7 +279,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 			maxPos = max(maxPos, int(p))
 		}
 	}
-	keys := decodeKeys(maxPos+1, length)
+	keys := m.lay.inv.keyCount(decodeKeys(maxPos+1, length), length)
 	g, err := m.graphFor(graphKey{Decode: true, Rows: batch, Chunk: 1, Batch: batch, Cache: length, Keys: keys})
 	if err != nil {
 		return nil, err
@@ -345,7 +348,7 @@ func (m *Model) forward(ctx context.Context, ids []int, all bool) ([][]float32, 
 	cache := m.newCache(1, length)
 	defer freeCache(cache)
 	row := &prefillRow{slot: 0, ids: ids}
-	if err := m.prefill(ctx, cache, 1, length, []*prefillRow{row}, all); err != nil {
+	if err := m.prefill(ctx, cache, 1, length, []*prefillRow{row}, all, m.budget); err != nil {
 		return nil, err
 	}
 	if all {
@@ -422,12 +425,13 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	if plan.Batch > 0 {
 		batch = min(batch, plan.Batch)
 	}
+	budget := m.prefillBudget(plan)
 	cache := m.newCache(batch, length)
 	defer func() { freeCache(cache) }()
 
 	slots := make([]*slotState, batch)
 	pending := jobs
-	sharer := m.newSharer(jobs, batch, length)
+	sharer := m.newSharer(jobs, batch, length, budget)
 	finish := func(i int, reason string, err error) {
 		s := slots[i]
 		sink(backends.Event{Index: s.job.req.Index, Text: s.stream.Flush(), Done: true, Finish: reason,
@@ -492,7 +496,7 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 		if len(fresh) > 0 {
 			rows, err := sharer.place(ctx, cache, fresh, slots)
 			if err == nil {
-				err = m.prefill(ctx, cache, batch, length, rows, false)
+				err = m.prefill(ctx, cache, batch, length, rows, false, budget)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -540,6 +544,21 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 			}
 		}
 	}
+}
+
+// prefillBudget is the attention-score budget (rows × heads × chunk ×
+// keys) of a Generate call's prefill chunks: Options.PrefillBudget when
+// set; the memory plan's when Options.DeviceMemory is set (the longest
+// chunk that fits beside the weights and the cache, so a long prompt takes
+// few, long chunks: the XLA default, 1<<28 score elements, prefills a
+// 32k-token prompt of a 32-head model in about 100 calls of 128 to 2,048
+// tokens, 15 graph shapes to compile; the plan for an 80 GB card in 10
+// calls of 2,048 to 8,192 tokens, 8 shapes); else the device's default.
+func (m *Model) prefillBudget(plan MemoryPlan) int {
+	if m.opts.PrefillBudget <= 0 && m.opts.DeviceMemory > 0 && plan.PrefillBudget > 0 {
+		return plan.PrefillBudget
+	}
+	return m.budget
 }
 
 // planRun plans memory for jobs whose longest prompt plus budget is need

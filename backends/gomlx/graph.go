@@ -2,7 +2,7 @@ package gomlx
 
 import (
 	"fmt"
-	"math"
+	"slices"
 
 	mlbackends "github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -42,15 +42,25 @@ func (k graphKey) String() string {
 	return fmt.Sprintf("prefill_r%d_c%d_b%d_t%d_k%d_base%d_blk%d_all%v", k.Rows, k.Chunk, k.Batch, k.Cache, k.Keys, k.Base, k.Block, k.All)
 }
 
+// matrix is the parameter of a weight matrix: flat as the product reads
+// it, and, for a small matrix whose contraction is split into panels on
+// the pure-Go backend (weightSpec.panels), the same values held as
+// [panels, panel, out] (nil otherwise), so that no step reshapes a weight:
+// the pure-Go backend's Reshape copies a buffer it does not own, and a
+// weight is never its own.
+type matrix struct{ flat, panels *Node }
+
 // layerParams are the parameter nodes of one decoder block.
 type layerParams struct {
-	inNorm, q, k, v, qBias, kBias, vBias, o, oBias, postNorm, gate, up, gateBias, upBias, down, downBias *Node
+	inNorm, qBias, kBias, vBias, oBias, postNorm, gateBias, upBias, downBias *Node
+	q, k, v, o, gate, up, down                                               matrix
 }
 
 // modelParams are the parameter nodes of the whole model.
 type modelParams struct {
-	embed, finalNorm, lmHead *Node
-	layers                   []layerParams
+	embed, finalNorm *Node
+	lmHead           matrix
+	layers           []layerParams
 }
 
 // weightSpec is one weight tensor in canonical (graph parameter) order.
@@ -63,14 +73,29 @@ type weightSpec struct {
 	// inOut marks a projection held transposed, [in, out] (dims stay the
 	// file's [out, in]): see projInOut.
 	inOut bool
+	// tiedCopy marks the LM head of a model whose head is tied to the
+	// embedding, held as a copy of it (see layout.headInOut).
+	tiedCopy bool
+	// panels marks the second holding of the matrix before it, [panels,
+	// panel, out] (see matrix and invariance.splits).
+	panels bool
 }
 
-// graphDims are the dimensions the weight is held in.
-func (s weightSpec) graphDims() []int {
-	if s.inOut {
-		return []int{s.dims[1], s.dims[0]}
+// graphDims are the dimensions the weight is held in: a small matrix
+// (invariance.smallMatrix) held [in, out] is padded with zeros to
+// invariance.weightDims.
+func (s weightSpec) graphDims(lay layout) []int {
+	if !s.inOut {
+		return s.dims
 	}
-	return s.dims
+	in, out := s.dims[1], s.dims[0]
+	if lay.inv.smallMatrix(in, out) {
+		in, out = lay.inv.weightDims(in, out)
+	}
+	if s.panels {
+		return []int{in / lay.inv.panel, lay.inv.panel, out}
+	}
+	return []int{in, out}
 }
 
 // dtype is the dtype the weight is held and computed in.
@@ -103,50 +128,81 @@ type layout struct {
 	// matrix products read it with float32 accumulation; InvalidDType (the
 	// zero value) keeps all f32.
 	half dtypes.DType
+	// inv lays the products out so that a row's result does not depend
+	// on the other rows (the pure-Go backend; see invariance).
+	inv invariance
+}
+
+// headInOut reports whether the LM head is held [hidden, vocab] (see
+// projInOut) rather than as the file's [vocab, hidden]: on the pure-Go
+// backend when it is a small matrix, whose product must be non-transposed
+// to be batch-invariant (see invariance); a head tied to the embedding is
+// then held as a transposed copy of it.
+func (lay layout) headInOut(c Config) bool {
+	return lay.inv.smallMatrix(c.HiddenSize, c.VocabSize)
 }
 
 // weightSpecs lists the weights in the order they are graph parameters.
 func weightSpecs(c Config, lay layout) []weightSpec {
 	d, q, kv, in := c.HiddenSize, c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim, c.IntermediateSize
 	specs := []weightSpec{
-		{"model.embed_tokens.weight", []int{c.VocabSize, d}, true, false},
-		{"model.norm.weight", []int{d}, false, false},
+		{name: "model.embed_tokens.weight", dims: []int{c.VocabSize, d}, matrix: true},
+		{name: "model.norm.weight", dims: []int{d}},
 	}
-	if !c.TieWordEmbeddings {
-		specs = append(specs, weightSpec{"lm_head.weight", []int{c.VocabSize, d}, true, false})
+	switch head := lay.headInOut(c); {
+	case !c.TieWordEmbeddings:
+		specs = append(specs, weightSpec{name: "lm_head.weight", dims: []int{c.VocabSize, d}, matrix: true, inOut: head})
+	case head:
+		specs = append(specs, weightSpec{name: "lm_head.weight", dims: []int{c.VocabSize, d}, matrix: true, inOut: true, tiedCopy: true})
 	}
 	for l := range c.NumLayers {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		specs = append(specs,
-			weightSpec{p + "input_layernorm.weight", []int{d}, false, false},
-			weightSpec{p + "self_attn.q_proj.weight", []int{q, d}, true, projInOut},
-			weightSpec{p + "self_attn.k_proj.weight", []int{kv, d}, true, projInOut},
-			weightSpec{p + "self_attn.v_proj.weight", []int{kv, d}, true, projInOut})
+			weightSpec{name: p + "input_layernorm.weight", dims: []int{d}},
+			weightSpec{name: p + "self_attn.q_proj.weight", dims: []int{q, d}, matrix: true, inOut: projInOut},
+			weightSpec{name: p + "self_attn.k_proj.weight", dims: []int{kv, d}, matrix: true, inOut: projInOut},
+			weightSpec{name: p + "self_attn.v_proj.weight", dims: []int{kv, d}, matrix: true, inOut: projInOut})
 		if lay.qkvBias {
 			specs = append(specs,
-				weightSpec{p + "self_attn.q_proj.bias", []int{q}, false, false},
-				weightSpec{p + "self_attn.k_proj.bias", []int{kv}, false, false},
-				weightSpec{p + "self_attn.v_proj.bias", []int{kv}, false, false})
+				weightSpec{name: p + "self_attn.q_proj.bias", dims: []int{q}},
+				weightSpec{name: p + "self_attn.k_proj.bias", dims: []int{kv}},
+				weightSpec{name: p + "self_attn.v_proj.bias", dims: []int{kv}})
 		}
-		specs = append(specs, weightSpec{p + "self_attn.o_proj.weight", []int{d, q}, true, projInOut})
+		specs = append(specs, weightSpec{name: p + "self_attn.o_proj.weight", dims: []int{d, q}, matrix: true, inOut: projInOut})
 		if lay.oBias {
-			specs = append(specs, weightSpec{p + "self_attn.o_proj.bias", []int{d}, false, false})
+			specs = append(specs, weightSpec{name: p + "self_attn.o_proj.bias", dims: []int{d}})
 		}
 		specs = append(specs,
-			weightSpec{p + "post_attention_layernorm.weight", []int{d}, false, false},
-			weightSpec{p + "mlp.gate_proj.weight", []int{in, d}, true, projInOut},
-			weightSpec{p + "mlp.up_proj.weight", []int{in, d}, true, projInOut})
+			weightSpec{name: p + "post_attention_layernorm.weight", dims: []int{d}},
+			weightSpec{name: p + "mlp.gate_proj.weight", dims: []int{in, d}, matrix: true, inOut: projInOut},
+			weightSpec{name: p + "mlp.up_proj.weight", dims: []int{in, d}, matrix: true, inOut: projInOut})
 		if lay.mlpBias {
 			specs = append(specs,
-				weightSpec{p + "mlp.gate_proj.bias", []int{in}, false, false},
-				weightSpec{p + "mlp.up_proj.bias", []int{in}, false, false})
+				weightSpec{name: p + "mlp.gate_proj.bias", dims: []int{in}},
+				weightSpec{name: p + "mlp.up_proj.bias", dims: []int{in}})
 		}
-		specs = append(specs, weightSpec{p + "mlp.down_proj.weight", []int{d, in}, true, projInOut})
+		specs = append(specs, weightSpec{name: p + "mlp.down_proj.weight", dims: []int{d, in}, matrix: true, inOut: projInOut})
 		if lay.mlpBias {
-			specs = append(specs, weightSpec{p + "mlp.down_proj.bias", []int{d}, false, false})
+			specs = append(specs, weightSpec{name: p + "mlp.down_proj.bias", dims: []int{d}})
 		}
 	}
-	return specs
+	return withPanels(specs, lay)
+}
+
+// withPanels adds after every matrix the layout splits into panels
+// (invariance.splits) its second holding (weightSpec.panels).
+func withPanels(specs []weightSpec, lay layout) []weightSpec {
+	out := make([]weightSpec, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, s)
+		if s.inOut && lay.inv.splits(s.dims[1], s.dims[0]) {
+			p := s
+			p.name += " (panels)"
+			p.tiedCopy, p.panels = false, true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // weightParams creates the weight parameters of g in canonical order.
@@ -156,34 +212,41 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 	next := func() *Node {
 		s := specs[i]
 		i++
-		return Parameter(g, s.name, shapes.Make(s.dtype(lay), s.graphDims()...))
+		return Parameter(g, s.name, shapes.Make(s.dtype(lay), s.graphDims(lay)...))
+	}
+	mat := func() matrix {
+		m := matrix{flat: next()}
+		if i < len(specs) && specs[i].panels {
+			m.panels = next()
+		}
+		return m
 	}
 	var p modelParams
 	p.embed = next()
 	p.finalNorm = next()
-	if c.TieWordEmbeddings {
-		p.lmHead = p.embed
+	if c.TieWordEmbeddings && !lay.headInOut(c) {
+		p.lmHead = matrix{flat: p.embed}
 	} else {
-		p.lmHead = next()
+		p.lmHead = mat()
 	}
 	p.layers = make([]layerParams, c.NumLayers)
 	for l := range p.layers {
 		lp := &p.layers[l]
 		lp.inNorm = next()
-		lp.q, lp.k, lp.v = next(), next(), next()
+		lp.q, lp.k, lp.v = mat(), mat(), mat()
 		if lay.qkvBias {
 			lp.qBias, lp.kBias, lp.vBias = next(), next(), next()
 		}
-		lp.o = next()
+		lp.o = mat()
 		if lay.oBias {
 			lp.oBias = next()
 		}
 		lp.postNorm = next()
-		lp.gate, lp.up = next(), next()
+		lp.gate, lp.up = mat(), mat()
 		if lay.mlpBias {
 			lp.gateBias, lp.upBias = next(), next()
 		}
-		lp.down = next()
+		lp.down = mat()
 		if lay.mlpBias {
 			lp.downBias = next()
 		}
@@ -191,26 +254,53 @@ func weightParams(g *Graph, c Config, lay layout) modelParams {
 	return p
 }
 
-// linear computes x·Wᵀ (+b) with W laid out [out, in] as in Hugging Face,
-// or x·W with W held [in, out] (inOut, see projInOut). A half-precision
-// W (layout.half) multiplies x rounded to W's dtype, with float32
-// accumulation and a float32 result, as ggml does for F16 weights.
-func linear(x, w, b *Node, inOut bool) *Node {
+// linear computes x·Wᵀ (+b), out columns, with W laid out [out, in] as
+// in Hugging Face, or x·W with W held [in, out] (inOut, see projInOut). A
+// half-precision W (layout.half) multiplies x rounded to W's dtype, with
+// float32 accumulation and a float32 result, as ggml does for F16
+// weights. On the pure-Go backend a small W (invariance.smallMatrix) is
+// held [in, out] padded to invariance.weightDims and multiplied by
+// invariantLinear, so that each row's result does not depend on the other
+// rows: the tokens of the other samples in the batch.
+func linear(lay layout, x *Node, w matrix, b *Node, inOut bool, out int) *Node {
 	var y *Node
 	wAxis := 1
 	if inOut {
 		wAxis = 0
 	}
-	if w.DType() != x.DType() {
-		y = Dot(ConvertDType(x, w.DType()), w).WithAccumulatorDType(x.DType()).WithOutputDType(x.DType()).
+	switch {
+	case inOut && lay.inv.smallMatrix(x.Shape().Dim(-1), out):
+		y = invariantLinear(lay.inv, x, w, out)
+	case w.flat.DType() != x.DType():
+		y = Dot(ConvertDType(x, w.flat.DType()), w.flat).WithAccumulatorDType(x.DType()).WithOutputDType(x.DType()).
 			General([]int{x.Rank() - 1}, nil, []int{wAxis}, nil)
-	} else {
-		y = DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{wAxis}, nil)
+	default:
+		y = DotGeneral(x, []int{x.Rank() - 1}, nil, w.flat, []int{wAxis}, nil)
 	}
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
 	}
 	return y
+}
+
+// invariantLinear is x·W for W a small matrix held [in, out] padded to
+// v.weightDims (and as panels when v.splits): the rows of x (every axis
+// but the last) are flattened, padded with zeros to W's contraction and
+// v.rows, multiplied by rowDot, and the result cut back to the rows and
+// the out columns.
+func invariantLinear(v invariance, x *Node, w matrix, out int) *Node {
+	dims := x.Shape().Dimensions
+	k := dims[len(dims)-1]
+	m := x.Shape().Size() / k
+	x2 := padAxis(v.padRows(Reshape(x, m, k), 0), 1, w.flat.Shape().Dim(0))
+	if w.flat.DType() != x2.DType() {
+		x2 = ConvertDType(x2, w.flat.DType())
+	}
+	y := v.rowDot(x2, w.flat.Shape().Dim(1), func() *Node { return w.flat }, func() *Node { return w.panels })
+	if y.Shape().Dim(0) != m || y.Shape().Dim(1) != out {
+		y = Slice(y, AxisRange(0, m), AxisRange(0, out))
+	}
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), out)...)
 }
 
 // rmsNorm is x * rsqrt(mean(x²)+eps) * w.
@@ -277,7 +367,6 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		return nil, fmt.Errorf("build graph %s: bad key length", k)
 	}
 	kvH, hd, H := c.NumKVHeads, c.HeadDim, c.NumHeads
-	G := H / kvH
 	i32 := dtypes.Int32
 	tokens := Parameter(g, "tokens", shapes.Make(i32, R, C))
 	positions := Parameter(g, "positions", shapes.Make(i32, R, C))
@@ -292,7 +381,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	}
 	caches := make([]*Node, 2*c.NumLayers)
 	for i := range caches {
-		caches[i] = Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, cacheDims(c, B, T, i%2 == 1)...))
+		caches[i] = Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, cacheDims(c, lay.inv, B, T, i%2 == 1)...))
 	}
 
 	// Scatter indices (slot, position) for the new keys and values.
@@ -311,7 +400,6 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	// up to Base+(j+1)·Block, the last position any of its rows can have,
 	// so the work above the causal diagonal is at most half of each
 	// diagonal block rather than half of the whole chunk × keys square.
-	type attBlock struct{ lo, hi, keys int }
 	blocks := []attBlock{{0, C, TK}}
 	if !k.Decode && k.Block > 0 && k.Block < C {
 		if C%k.Block != 0 {
@@ -319,45 +407,23 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 		}
 		blocks = blocks[:0]
 		for lo := 0; lo < C; lo += k.Block {
-			blocks = append(blocks, attBlock{lo, lo + k.Block, min(k.Base+lo+k.Block, TK)})
+			blocks = append(blocks, attBlock{lo, lo + k.Block, min(lay.inv.keyCount(k.Base+lo+k.Block, T), TK)})
 		}
 	}
-	// Additive attention masks [R,kvH,rows,G,keys] per (window, block).
-	type maskKey struct{ window, block int }
-	masks := map[maskKey]*Node{}
-	maskFor := func(window, j int) *Node {
-		if m, ok := masks[maskKey{window, j}]; ok {
-			return m
-		}
-		b := blocks[j]
-		n := b.hi - b.lo
-		kpos := Iota(g, shapes.Make(i32, 1, 1, b.keys), 2)
-		pos := positions
-		if n < C {
-			pos = Slice(positions, AxisRange(), AxisRange(b.lo, b.hi))
-		}
-		qpos := ExpandAxes(pos, -1) // [R,n,1]
-		allowed := LessOrEqual(kpos, qpos)
-		if window > 0 {
-			allowed = And(allowed, LessThan(Sub(qpos, kpos), Scalar(g, i32, window)))
-		}
-		m := Where(allowed, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, -1e30))
-		m = BroadcastToDims(Reshape(BroadcastToDims(m, R, n, b.keys), R, 1, n, 1, b.keys), R, kvH, n, G, b.keys)
-		masks[maskKey{window, j}] = m
-		return m
-	}
-	scale := 1 / math.Sqrt(float64(hd))
+	att := &stepAttention{g: g, c: c, lay: lay, k: k, blocks: blocks, positions: positions, slots: slots,
+		scatterIdx: scatterIdx, masks: map[maskKey]*Node{}}
 
 	x := Gather(p.embed, ExpandAxes(tokens, -1)) // [R,C,D]
 	if x.DType() != dtypes.Float32 {
 		x = ConvertDType(x, dtypes.Float32)
 	}
 	newCaches := make([]*Node, len(caches))
+	qDim, kvDim := H*hd, kvH*hd
 	for l, lp := range p.layers {
 		h := rmsNorm(x, lp.inNorm, c.RMSNormEps)
-		q := Reshape(linear(h, lp.q, lp.qBias, projInOut), R, C, H, hd)
-		kk := Reshape(linear(h, lp.k, lp.kBias, projInOut), R, C, kvH, hd)
-		vv := Reshape(linear(h, lp.v, lp.vBias, projInOut), R, C, kvH, hd)
+		q := Reshape(linear(lay, h, lp.q, lp.qBias, projInOut, qDim), R, C, H, hd)
+		kk := Reshape(linear(lay, h, lp.k, lp.kBias, projInOut, kvDim), R, C, kvH, hd)
+		vv := Reshape(linear(lay, h, lp.v, lp.vBias, projInOut, kvDim), R, C, kvH, hd)
 		q = rope(q, rt)
 		kk = rope(kk, rt)
 		zero := ScalarZero(g, dtypes.Float32)
@@ -368,66 +434,34 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 			ck = Where(clear, zero, ck)
 			cv = Where(clear, zero, cv)
 		}
-		// The (slot, position) index pairs address axes 0 and 2 of the
-		// keys [B,kvH,T,hd] and axes 0 and 3 of the values [B,kvH,hd,T];
-		// each update is a [kvH,hd] window (axes 2, 3 of kk and vv).
-		ck = BackendScatterSum(ck, scatterIdx, kk, 2, []int{2, 3}, []int{0, 2}, []int{0, 2}, false, false)
-		cv = BackendScatterSum(cv, scatterIdx, vv, 2, []int{2, 3}, []int{0, 3}, []int{0, 3}, false, false)
+		var out *Node
+		if lay.inv.on {
+			out, ck, cv = att.invariant(c.SlidingWindow[l], q, kk, vv, ck, cv)
+		} else {
+			out, ck, cv = att.plain(c.SlidingWindow[l], q, kk, vv, ck, cv)
+		}
 		newCaches[2*l], newCaches[2*l+1] = ck, cv
-		keys, vals := ck, cv
-		if TK < T {
-			keys = Slice(keys, AxisRange(), AxisRange(), AxisRange(0, TK))
-			vals = Slice(vals, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, TK))
-		}
-		if !k.Decode {
-			idx := ExpandAxes(slots, -1)
-			keys = Gather(keys, idx) // [R,kvH,TK,hd]
-			vals = Gather(vals, idx) // [R,kvH,hd,TK]
-		}
-		// Both products take the cache operand in the [batch, cross,
-		// contracting] order the pure-Go backend computes in, so it is
-		// read in place rather than transposed every step.
-		q5 := Reshape(q, R, C, kvH, G, hd)
-		parts := make([]*Node, len(blocks))
-		for j, b := range blocks {
-			qj, kj, vj := q5, keys, vals
-			if b.hi-b.lo < C {
-				qj = Slice(q5, AxisRange(), AxisRange(b.lo, b.hi))
-			}
-			if b.keys < TK {
-				kj = Slice(keys, AxisRange(), AxisRange(), AxisRange(0, b.keys))
-				vj = Slice(vals, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, b.keys))
-			}
-			scores := DotGeneral(qj, []int{4}, []int{0, 2}, kj, []int{3}, []int{0, 1}) // [R,kvH,n,G,keys]
-			scores = Add(MulScalar(scores, scale), maskFor(c.SlidingWindow[l], j))
-			probs := Softmax(scores, -1)
-			parts[j] = DotGeneral(probs, []int{4}, []int{0, 1}, vj, []int{3}, []int{0, 1}) // [R,kvH,n,G,hd]
-		}
-		att := parts[0]
-		if len(parts) > 1 {
-			att = Concatenate(parts, 2)
-		}
-		att = Reshape(TransposeAllAxes(att, 0, 2, 1, 3, 4), R, C, H*hd)
-		x = Add(x, linear(att, lp.o, lp.oBias, projInOut))
+		x = Add(x, linear(lay, out, lp.o, lp.oBias, projInOut, c.HiddenSize))
 
 		h = rmsNorm(x, lp.postNorm, c.RMSNormEps)
-		gate := linear(h, lp.gate, lp.gateBias, projInOut)
-		up := linear(h, lp.up, lp.upBias, projInOut)
+		gate := linear(lay, h, lp.gate, lp.gateBias, projInOut, c.IntermediateSize)
+		up := linear(lay, h, lp.up, lp.upBias, projInOut, c.IntermediateSize)
 		act := Mul(Mul(gate, Logistic(gate)), up)
-		x = Add(x, linear(act, lp.down, lp.downBias, projInOut))
+		x = Add(x, linear(lay, act, lp.down, lp.downBias, projInOut, c.HiddenSize))
 	}
+	head := lay.headInOut(c)
 	var outputs []*Node
 	switch {
 	case k.All:
-		outputs = append(outputs, linear(rmsNorm(x, p.finalNorm, c.RMSNormEps), p.lmHead, nil, false))
+		outputs = append(outputs, linear(lay, rmsNorm(x, p.finalNorm, c.RMSNormEps), p.lmHead, nil, head, c.VocabSize))
 	case k.Decode:
 		hLast := Reshape(x, R, c.HiddenSize)
-		logits := linear(rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil, false)
+		logits := linear(lay, rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil, head, c.VocabSize)
 		outputs = append(outputs, ArgMax(logits, -1, i32))
 	default:
 		sel := OneHot(last, C, dtypes.Float32)                              // [R,C]
 		hLast := DotGeneral(sel, []int{1}, []int{0}, x, []int{1}, []int{0}) // [R,D]
-		outputs = append(outputs, linear(rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil, false))
+		outputs = append(outputs, linear(lay, rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil, head, c.VocabSize))
 	}
 	outputs = append(outputs, newCaches...)
 	g.Compile(outputs...)
@@ -441,7 +475,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 // with src[b] == b and keep[b] == T is unchanged; a row that takes a shared
 // prefix of length P from slot s has src s and keep P, and its positions
 // from P on are cleared for the suffix's prefill. Outputs: the new caches.
-func buildCopy(backend mlbackends.Backend, c Config, k graphKey) (g *Graph, err error) {
+func buildCopy(backend mlbackends.Backend, c Config, inv invariance, k graphKey) (g *Graph, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("build graph %s: %v", k, r)
@@ -458,35 +492,24 @@ func buildCopy(backend mlbackends.Backend, c Config, k graphKey) (g *Graph, err 
 	keep := Parameter(g, "keep", shapes.Make(i32, B))
 	pos := Iota(g, shapes.Make(i32, B, T), 1)
 	mask := LessThan(pos, BroadcastToDims(ExpandAxes(keep, -1), B, T)) // [B,T]
-	kvH, hd := c.NumKVHeads, c.HeadDim
-	kMask := BroadcastToDims(Reshape(mask, B, 1, T, 1), B, kvH, T, hd)
-	vMask := BroadcastToDims(Reshape(mask, B, 1, 1, T), B, kvH, hd, T)
 	zero := ScalarZero(g, dtypes.Float32)
 	idx := ExpandAxes(src, -1) // [B,1]
 	outputs := make([]*Node, 2*c.NumLayers)
+	masks := map[bool]*Node{}
 	for i := range outputs {
 		values := i%2 == 1
-		cache := Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, cacheDims(c, B, T, values)...))
-		mask := kMask
-		if values {
-			mask = vMask
+		dims := cacheDims(c, inv, B, T, values)
+		cache := Parameter(g, fmt.Sprintf("cache%d", i), shapes.Make(dtypes.Float32, dims...))
+		m, ok := masks[values]
+		if !ok {
+			// [B,T] as [B,1,T,1] or [B,1,1,T], T where the cache has it.
+			mdims := []int{B, 1, 1, 1}
+			mdims[cacheTimeAxis(inv, values)] = T
+			m = BroadcastToDims(Reshape(mask, mdims...), dims...)
+			masks[values] = m
 		}
-		outputs[i] = Where(mask, Gather(cache, idx), zero)
+		outputs[i] = Where(m, Gather(cache, idx), zero)
 	}
 	g.Compile(outputs...)
 	return g, nil
-}
-
-// cacheDims is the layout of one layer's cache of batch rows and length
-// tokens: keys [B,kvHeads,T,headDim], values [B,kvHeads,headDim,T]. With
-// the cache row and KV head leading and the contracted axis last, both
-// attention products (q·kᵀ contracts headDim, p·v contracts T) read the
-// cache in the [batch, cross, contracting] order of the pure-Go backend's
-// DotGeneral, which otherwise transposes a copy of the whole cache on every
-// decode step.
-func cacheDims(c Config, batch, length int, values bool) []int {
-	if values {
-		return []int{batch, c.NumKVHeads, c.HeadDim, length}
-	}
-	return []int{batch, c.NumKVHeads, length, c.HeadDim}
 }

@@ -176,14 +176,19 @@ func (m *Model) memoryInput(free int64, promptTokens, maxNew, requests int) Memo
 	var weights int64
 	for _, s := range weightSpecs(c, m.lay) {
 		n := int64(s.dtype(m.lay).Size())
-		for _, d := range s.dims {
+		for _, d := range s.graphDims(m.lay) {
 			n *= int64(d)
 		}
 		weights += n
 	}
+	// Each cached token holds a key and a value per layer and KV head, in
+	// the widths cacheDims gives them (padded on the pure-Go backend when
+	// the head is narrow).
+	heads := int64(c.NumLayers) * int64(c.NumKVHeads)
+	kvWidth := int64(m.lay.inv.keyWidth(c.HeadDim) + m.lay.inv.valueWidth(c.HeadDim))
 	return MemoryInput{
 		FreeBytes: free, WeightBytes: weights,
-		KVBytesPerToken: 2 * int64(c.NumLayers) * int64(c.NumKVHeads) * int64(c.HeadDim) * 4, ActBytes: 4,
+		KVBytesPerToken: heads * kvWidth * 4, ActBytes: 4,
 		Hidden: c.HiddenSize, Intermediate: c.IntermediateSize, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
 		Vocab: c.VocabSize, PromptTokens: promptTokens, MaxNewTokens: maxNew, Requests: requests, MaxBatch: m.maxBatch,
 	}
@@ -217,7 +222,7 @@ func (m *Model) MemoryPlan(promptTokens, maxNew int) (MemoryPlan, error) {
 		return MemoryPlan{}, fmt.Errorf("memory plan: %w", err)
 	}
 	if free <= 0 {
-		return MemoryPlan{}, fmt.Errorf("memory plan: free memory of the %s device unknown: set Options.DeviceMemory", m.device)
+		return MemoryPlan{}, fmt.Errorf("memory plan: free memory of the %s device unknown: pass --device-memory SIZE (Options.DeviceMemory)", m.device)
 	}
 	return PlanMemory(m.memoryInput(free, promptTokens, maxNew, m.maxBatch))
 }

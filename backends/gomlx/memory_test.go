@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gomlx/compute/dtypes"
 
 	"tally/backends"
 )
@@ -171,6 +174,47 @@ func TestModelMemoryPlan(t *testing.T) {
 	}
 }
 
+// TestDeviceMemorySizesPrefillChunks: with Options.DeviceMemory the
+// prefill chunks are the memory plan's, not the device default's. On XLA
+// (where the plan exists only with DeviceMemory) the default budget (1<<28
+// score elements) prefills a 32k-token prompt of a 32-head model in about
+// 100 calls of 128 to 2,048 tokens (15 graph shapes to compile), the plan
+// for an 80 GB card in 10 (8 shapes). Here the pure-Go default (1<<24)
+// cuts a 4,000-token prompt of llama-tiny into 3 chunks; the plan for
+// 4 GiB takes it in one, with the same tokens and logits, bit for bit.
+func TestDeviceMemorySizesPrefillChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 4000))
+	prompt := make([]int, 4000)
+	for i := range prompt {
+		prompt[i] = rng.IntN(512)
+	}
+	run := func(opts Options) ([]int, []float32, Stats) {
+		m := openFixture(t, "llama-tiny", opts)
+		var last []float32
+		m.prefillHook = func(_ int, logits []float32) { last = slices.Clone(logits) }
+		ids, _ := collect(t, m, []backends.Request{{PromptIDs: prompt, MaxTokens: 8}}, nil)
+		return ids[0], last, m.Stats()
+	}
+	defIDs, defLogits, defStats := run(Options{})
+	planIDs, planLogits, planStats := run(Options{DeviceMemory: 4 << 30})
+	if defStats.PrefillCalls != 3 || planStats.PrefillCalls != 1 {
+		t.Errorf("prefill calls: %d by default (want 3), %d with DeviceMemory (want 1)", defStats.PrefillCalls, planStats.PrefillCalls)
+	}
+	if !slices.Equal(defIDs, planIDs) {
+		t.Errorf("greedy ids differ: %v by default, %v with the plan's chunks", defIDs, planIDs)
+	}
+	// The pure-Go backend's products do not depend on how a prompt is
+	// chunked (see invariance): the logits are the same bit for bit.
+	if n, d := logitBits(planLogits, defLogits); n > 0 {
+		t.Errorf("last prompt logits: %d differ between the chunkings (by up to %.3g)", n, d)
+	}
+	// An explicit PrefillBudget still wins over the plan.
+	_, _, explicit := run(Options{DeviceMemory: 4 << 30, PrefillBudget: 1 << 24})
+	if explicit.PrefillCalls != 3 {
+		t.Errorf("PrefillBudget 1<<24 with DeviceMemory: %d prefill calls, want 3", explicit.PrefillCalls)
+	}
+}
+
 // TestOpenRefusesWhatCannotFit: a model whose float32 weights exceed the
 // host's available memory is refused before any tensor is read, with the
 // sizes in the error; one that fits opens.
@@ -191,6 +235,53 @@ func TestOpenRefusesWhatCannotFit(t *testing.T) {
 		}
 		if m != nil {
 			m.Close()
+		}
+	}
+}
+
+// llama31_8B is Llama-3.1-8B's config.json (the shape scripts/gpu-check
+// writes with random weights).
+const llama31_8B = `{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 128256,
+ "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 131072,
+ "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
+ "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+ "tie_word_embeddings": false, "torch_dtype": "bfloat16", "bos_token_id": 128000, "eos_token_id": null}`
+
+// TestPlanLlama8BOnH100 pins the plan the model itself makes (bf16
+// weights, float32 KV cache and activations, as it computes) for the
+// GPU check's runs of the 8B shape on an 80 GB card (79 GiB free): the
+// 32k-token prompt fits with a prefill budget of 2,048 tokens at the full
+// cache length, and 32 prompts of 4,096 tokens are decoded 29 rows
+// at a time (the float32 cache of 32 rows, 64 GiB, does not fit beside
+// the weights).
+func TestPlanLlama8BOnH100(t *testing.T) {
+	cfg, err := ParseConfig([]byte(llama31_8B), "llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Model{cfg: cfg, lay: layout{half: dtypes.BFloat16}, maxBatch: 32}
+	const free = 79 << 30
+	cases := []struct {
+		prompt, requests, batch, cache, chunk int
+	}{
+		{32768, 1, 1, 40960, 2048},
+		{4096, 32, 29, 8192, 512},
+		{512, 32, 32, 1024, 512},
+	}
+	for _, tc := range cases {
+		p, err := PlanMemory(m.memoryInput(free, tc.prompt, 128, tc.requests))
+		if err != nil {
+			t.Fatalf("%d × %d tokens: %v", tc.requests, tc.prompt, err)
+		}
+		t.Logf("%d × %d tokens: %s", tc.requests, tc.prompt, p)
+		if p.Batch != tc.batch || p.CacheLength != tc.cache || p.PrefillChunk != tc.chunk {
+			t.Errorf("%d × %d tokens: batch %d cache %d chunk %d, want %d %d %d", tc.requests, tc.prompt,
+				p.Batch, p.CacheLength, p.PrefillChunk, tc.batch, tc.cache, tc.chunk)
+		}
+		// bf16 matrices; the 65 norm vectors stay float32.
+		if want := 2*cfg.Params() + 65*4096*2; p.WeightBytes != want {
+			t.Errorf("weights %d bytes, want %d (bf16 matrices, float32 norms)", p.WeightBytes, want)
 		}
 	}
 }

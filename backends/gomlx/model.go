@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	mlbackends "github.com/gomlx/compute"
@@ -59,9 +60,10 @@ type Options struct {
 	// copy its KV cache rows to the other requests' slots.
 	NoPrefixSharing bool
 	// DeviceMemory is the memory in bytes the model may use in all,
-	// weights included, for the memory plan that caps the batch (see
-	// PlanMemory); 0: the host's available memory on the pure-Go backend,
-	// no plan on XLA.
+	// weights included, for the memory plan (see PlanMemory) that caps the
+	// batch and, when DeviceMemory is set, sizes the prefill chunks (see
+	// prefillBudget); 0: the host's available memory on the pure-Go
+	// backend (batch only), no plan on XLA.
 	DeviceMemory int64
 	// DType is the arithmetic of the matrix products (--dtype; "" is
 	// DTypeAuto): see DType and resolveProducts.
@@ -420,12 +422,39 @@ func transpose(x []float32, rows, cols int) []float32 {
 	return out
 }
 
+// withDerived returns host with the weights the model holds beyond the
+// file's tensors inserted where specs have them: a tied LM head's copy
+// (weightSpec.tiedCopy) is the embedding, host[0]; a matrix's panels
+// (weightSpec.panels) are the same values as the matrix before them.
+func withDerived(specs []weightSpec, host [][]float32) [][]float32 {
+	for i, s := range specs {
+		switch {
+		case i > len(host):
+			return host
+		case s.tiedCopy:
+			host = slices.Insert(host, i, slices.Clone(host[0]))
+		case s.panels && i > 0:
+			host = slices.Insert(host, i, host[i-1])
+		}
+	}
+	return host
+}
+
+// padMatrix returns the row-major rows×cols matrix x padded with zeros to
+// prows×pcols (x itself when no padding is needed).
+func padMatrix(x []float32, rows, cols, prows, pcols int) []float32 {
+	if rows == prows && cols == pcols {
+		return x
+	}
+	out := make([]float32, prows*pcols)
+	for r := range rows {
+		copy(out[r*pcols:r*pcols+cols], x[r*cols:(r+1)*cols])
+	}
+	return out
+}
+
 // newModel builds a Model from host weights in canonical order.
 func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opts Options) (m *Model, err error) {
-	specs := weightSpecs(cfg, lay)
-	if len(specs) != len(host) {
-		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
-	}
 	mode, err := ParseDType(string(opts.DType))
 	if err != nil {
 		return nil, err
@@ -433,6 +462,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	backend, err := newDevice(opts.Device)
 	if err != nil {
 		return nil, err
+	}
+	lay.inv = newInvariance(opts.Device)
+	specs := weightSpecs(cfg, lay)
+	host = withDerived(specs, host)
+	if len(specs) != len(host) {
+		backend.Finalize()
+		return nil, fmt.Errorf("internal: %d weights for %d specs", len(host), len(specs))
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -448,6 +484,7 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	if isXLA(opts.Device) {
 		m.device = "xla"
 	}
+	var held []float32 // the last weight as held, for its panels
 	for i, s := range specs {
 		n := 1
 		for _, d := range s.dims {
@@ -457,10 +494,17 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			return nil, fmt.Errorf("internal: weight %s has %d values for shape %v", s.name, len(host[i]), s.dims)
 		}
 		x := host[i]
-		if s.inOut {
-			x = transpose(x, s.dims[0], s.dims[1])
+		dims := s.graphDims(lay)
+		switch {
+		case s.panels && i > 0 && specs[i-1].inOut:
+			x = held // the matrix before, [in, out] row-major: [panels, panel, out]
+		case s.inOut:
+			flat := s
+			flat.panels = false
+			fd := flat.graphDims(lay)
+			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], fd[0], fd[1])
 		}
-		dims := s.graphDims()
+		held = x
 		switch s.dtype(lay) {
 		case dtypes.Float16:
 			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(x...), dims...))
@@ -595,7 +639,7 @@ func (m *Model) graphFor(k graphKey) (*graph.Graph, error) {
 	var g *graph.Graph
 	var err error
 	if k.Copy {
-		g, err = buildCopy(m.backend, m.cfg, k)
+		g, err = buildCopy(m.backend, m.cfg, m.lay.inv, k)
 	} else {
 		g, err = buildStep(m.backend, m.cfg, m.lay, m.invFreq, k)
 	}

@@ -19,8 +19,12 @@ import (
 // this constant, when they change under the same version.
 //
 // Version 1 is the first fingerprint that names the arithmetic; older
-// fingerprints ("gomlx:float32:sha256:…") have none.
-const NumericsVersion = 1
+// fingerprints ("gomlx:float32:sha256:…") have none. Version 2 makes the
+// pure-Go backend's products batch-invariant (see invariance): small
+// weight matrices are multiplied in whole panels of their contraction and
+// the attention reads caches laid out for it, which changes the last bits
+// of the logits (XLA computes as in version 1).
+const NumericsVersion = 2
 
 // DType is the arithmetic of a native model's matrix products, as --dtype
 // names it (lm-evaluation-harness's dtype, vLLM's --dtype).
@@ -74,7 +78,8 @@ type Arithmetic struct {
 	Products string
 	// Device is the kind of device and kernels that computed them:
 	// "cpu-avx512", "cpu-avx2" or "cpu-go-ARCH" (portable Go kernels) on
-	// the pure-Go backend, "xla-PLUGIN" (e.g. "xla-cuda") on XLA. The
+	// the pure-Go backend, "xla-PLUGIN" (e.g. "xla-cuda"; "xla-cuda-tf32"
+	// when float32 products run in TF32, see xlaBackendConfig) on XLA. The
 	// kernels sum in different orders, so their logits differ in the last
 	// bits and a near tie can take another greedy token.
 	Device string
@@ -143,10 +148,14 @@ func deviceKind(backend mlbackends.Backend, device string) string {
 	if !isXLA(device) {
 		return "cpu-" + kernelFamily()
 	}
+	kind := "xla"
 	if p, ok := backend.(interface{ PluginName() string }); ok && p.PluginName() != "" {
-		return "xla-" + strings.ToLower(p.PluginName())
+		kind += "-" + pluginKind(p.PluginName())
 	}
-	return "xla"
+	if xlaTF32(backend) {
+		kind += "-tf32"
+	}
+	return kind
 }
 
 // ParseFingerprint splits a native fingerprint into its arithmetic and the

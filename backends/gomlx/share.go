@@ -23,13 +23,14 @@ const minShare = minChunk
 type sharer struct {
 	m             *Model
 	batch, length int
+	budget        int            // the prefill budget (see prefillBudget)
 	shared        map[string]int // ShareKey → P (keys worth sharing only)
 	holds         []string       // per slot: the key whose prefix it holds, or ""
 }
 
 // newSharer computes the shared prefix of every ShareKey among jobs.
-func (m *Model) newSharer(jobs []*job, batch, length int) *sharer {
-	s := &sharer{m: m, batch: batch, length: length, shared: map[string]int{}, holds: make([]string, batch)}
+func (m *Model) newSharer(jobs []*job, batch, length, budget int) *sharer {
+	s := &sharer{m: m, batch: batch, length: length, budget: budget, shared: map[string]int{}, holds: make([]string, batch)}
 	if m.opts.NoPrefixSharing {
 		return s
 	}
@@ -123,7 +124,7 @@ func (s *sharer) place(ctx context.Context, cache []*tensors.Tensor, fresh []int
 		}
 	}
 	if len(seeds) > 0 {
-		if err := m.prefill(ctx, cache, s.batch, s.length, seeds, false); err != nil {
+		if err := m.prefill(ctx, cache, s.batch, s.length, seeds, false, s.budget); err != nil {
 			return nil, fmt.Errorf("prefill shared prefix: %w", err)
 		}
 	}

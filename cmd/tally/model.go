@@ -22,6 +22,7 @@ import (
 type modelOptions struct {
 	device      string // native backend device
 	dtype       string // native backend: the products' dtype (--dtype)
+	memory      int64  // native backend: --device-memory in bytes (0: not given)
 	concurrency int    // requests in flight (native: batch size)
 	baseURL     string // openai: API root (else OPENAI_BASE_URL)
 	revision    string // openai: a revision label pinned into the fingerprint
@@ -37,7 +38,7 @@ type modelOptions struct {
 // modelOptions collects the model flags, with the chat setting of the
 // tasks that will run and their samples' system prompts (both may be nil).
 func (f *runFlags) modelOptions(cfgs []*tasks.Config, jobs []*generate.Job) modelOptions {
-	o := modelOptions{device: f.device, dtype: f.dtype, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
+	o := modelOptions{device: f.device, dtype: f.dtype, memory: f.deviceBytes, concurrency: f.concurrency, baseURL: f.baseURL, revision: f.modelRevision, chat: f.chat,
 		systems: chattemplate.Systems{}}
 	for _, c := range cfgs {
 		o.taskChat = append(o.taskChat, c.Chat)
@@ -89,7 +90,10 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	if dtype != gomlx.DTypeAuto && server {
 		return nil, fmt.Errorf("--dtype %s applies to the native backend: %s computes in the server's (or the imported outputs') arithmetic", dtype, spec)
 	}
-	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, Log: os.Stderr}
+	if o.memory > 0 && server {
+		return nil, fmt.Errorf("--device-memory applies to the native backend: %s manages its own memory", spec)
+	}
+	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr}
 	switch {
 	case spec == "demo":
 		if chat {

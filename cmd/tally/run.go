@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
@@ -64,6 +65,10 @@ type runFlags struct {
 	// by lmevalcli.ApplyModelArgs before the command runs.
 	fewshot   int
 	modelArgs string
+	// deviceMemory is --device-memory as given ("" when not), and
+	// deviceBytes its value in bytes (validate parses it).
+	deviceMemory string
+	deviceBytes  int64
 }
 
 func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
@@ -72,6 +77,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
+	fl.StringVar(&f.deviceMemory, "device-memory", "", "native backend: the memory the model may use in all, weights included (e.g. 79GiB): the plan sizes the batch and prefill chunks to it; on xla/cuda there is no plan without it (default on cpu: the host's available memory)")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
@@ -129,6 +135,13 @@ func (f *runFlags) validate() error {
 	}
 	if _, err := gomlx.ParseDType(f.dtype); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
+	}
+	if f.deviceMemory != "" {
+		n, err := humanize.ParseBytes(f.deviceMemory)
+		if err != nil || n == 0 || n > math.MaxInt64 {
+			return fmt.Errorf("--device-memory %q: want a size such as 79GiB, 80GB or a number of bytes", f.deviceMemory)
+		}
+		f.deviceBytes = int64(n)
 	}
 	if f.fewshot < 0 {
 		return fmt.Errorf("--fewshot %d: want 0 or more examples", f.fewshot)
@@ -418,6 +431,11 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 	}
 	if !f.json {
 		printPlan(stderr, plan)
+	}
+	// The native backend's memory plan for the work, before any of it (on
+	// xla/cuda only with --device-memory), also beside --json's stdout.
+	if mem := memoryPlan(s.be, plan); mem != "" {
+		fmt.Fprintf(stderr, "memory: %s\n", mem)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
 		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
