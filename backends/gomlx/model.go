@@ -410,15 +410,48 @@ func loadHostWeights(ctx context.Context, c Config, w *WeightIndex) (layout, [][
 func transpose(x []float32, rows, cols int) []float32 {
 	out := make([]float32, len(x))
 	const tile = 32
-	for r0 := 0; r0 < rows; r0 += tile {
-		for c0 := 0; c0 < cols; c0 += tile {
-			for r := r0; r < min(r0+tile, rows); r++ {
-				for c := c0; c < min(c0+tile, cols); c++ {
-					out[c*rows+r] = x[r*cols+c]
+	tiles := (rows + tile - 1) / tile
+	onCores(tiles, tile*cols, func(lo, hi int) { // row tiles [lo, hi): disjoint output columns
+		for r0 := lo * tile; r0 < min(hi*tile, rows); r0 += tile {
+			for c0 := 0; c0 < cols; c0 += tile {
+				for r := r0; r < min(r0+tile, rows); r++ {
+					for c := c0; c < min(c0+tile, cols); c++ {
+						out[c*rows+r] = x[r*cols+c]
+					}
 				}
 			}
 		}
+	})
+	return out
+}
+
+// onCores calls fn on contiguous parts [lo, hi) of [0, n), one part per
+// core at most, and returns when all are done. cost is the work of one
+// item, in values touched: parts stay above about 64Ki values each, so a
+// small weight is converted on the calling goroutine alone.
+func onCores(n, cost int, fn func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, n*max(cost, 1)/(1<<16)), max(n, 1))
+	if parts == 1 {
+		fn(0, n)
+		return
 	}
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := n*p/parts, n*(p+1)/parts
+		wg.Go(func() { fn(lo, hi) })
+	}
+	wg.Wait()
+}
+
+// toHalf converts float32 values to a half-precision type on every core
+// (a Llama-3.1-8B checkpoint is 8 billion conversions).
+func toHalf[H any](x []float32, conv func(float32) H) []H {
+	out := make([]H, len(x))
+	onCores(len(x), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = conv(x[i])
+		}
+	})
 	return out
 }
 
@@ -507,9 +540,9 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		held = x
 		switch s.dtype(lay) {
 		case dtypes.Float16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(float16.FromFloat32s(x...), dims...))
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(toHalf(x, float16.FromFloat32), dims...))
 		case dtypes.BFloat16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(bfloat16.FromFloat32s(x...), dims...))
+			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(toHalf(x, bfloat16.FromFloat32), dims...))
 		default:
 			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(x, dims...))
 		}
