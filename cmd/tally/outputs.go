@@ -125,22 +125,13 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 	return nil
 }
 
-// rowsOf are a dataset's rows, task by task.
-func rowsOf(ds *report.Dataset) []report.Row {
-	var rows []report.Row
-	for _, td := range ds.Tasks {
-		rows = append(rows, td.Rows...)
-	}
-	return rows
-}
-
 // figures are a dataset's means and sample counts per task and stop
 // setting, as `--json` prints them (a setting's counts are its largest
 // over metrics: a failed sample is under every metric).
 func figures(ds *report.Dataset) (map[string]map[string]map[string]generate.Mean, map[string]map[string]generate.SampleCounts) {
 	means := map[string]map[string]map[string]generate.Mean{}
 	counts := map[string]map[string]generate.SampleCounts{}
-	for _, r := range rowsOf(ds) {
+	for _, r := range ds.Rows() {
 		if means[r.Task] == nil {
 			means[r.Task], counts[r.Task] = map[string]map[string]generate.Mean{}, map[string]generate.SampleCounts{}
 		}
@@ -178,5 +169,5 @@ func printRows(w io.Writer, ds *report.Dataset) {
 		}
 	}
 	tw.Flush()
-	report.WriteFailed(w, rowsOf(ds), 10)
+	report.WriteFailed(w, ds.Rows(), 10)
 }
