@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -40,19 +39,7 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 			// filter pipelines, its own generation being the setting of
 			// its until.
 			info.Version, info.FewShot, info.Prompt, info.Target, info.Description = lm.Version(), lm.NumFewshot(), "", "", ""
-			info.OwnSetting, info.Filters = lmeval.UntilSetting, map[string][]map[string]any{}
-			if b, err := json.Marshal(lm.Config()); err == nil {
-				json.Unmarshal(b, &info.LMEvalConfig)
-			}
-			var fl []struct {
-				Name   string           `json:"name"`
-				Filter []map[string]any `json:"filter"`
-			}
-			if raw, err := json.Marshal(info.LMEvalConfig["filter_list"]); err == nil && json.Unmarshal(raw, &fl) == nil {
-				for _, f := range fl {
-					info.Filters[f.Name] = f.Filter
-				}
-			}
+			info.OwnSetting, info.LMEvalConfig, info.Filters = lmeval.UntilSetting, lm.ConfigDict(), lm.FilterPipelines()
 		}
 		out[c.Task] = info
 	}

@@ -183,9 +183,33 @@ func (t *Task) ScoreKeys() []string {
 	return out
 }
 
-// Config is the task's configuration as lm-eval's results files record
-// it: the task file's fields after includes and overrides.
-func (t *Task) Config() *Map { return t.c.raw.Clone() }
+// ConfigDict is the task's configuration as lm-eval's results files record
+// it (TaskConfig.to_dict()): the task file's fields after includes and
+// overrides, as JSON decodes them (numbers as float64).
+func (t *Task) ConfigDict() map[string]any {
+	var out map[string]any
+	if b, err := json.Marshal(t.c.raw); err == nil {
+		json.Unmarshal(b, &out)
+	}
+	return out
+}
+
+// FilterPipelines maps the name of each filter_list entry of ConfigDict
+// to its pipeline (the entry's "filter" list), as lm-eval's results files
+// describe the filter a metric key names ("exact_match,strict-match").
+func (t *Task) FilterPipelines() map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	var fl []struct {
+		Name   string           `json:"name"`
+		Filter []map[string]any `json:"filter"`
+	}
+	if raw, err := json.Marshal(t.ConfigDict()["filter_list"]); err == nil && json.Unmarshal(raw, &fl) == nil {
+		for _, f := range fl {
+			out[f.Name] = f.Filter
+		}
+	}
+	return out
+}
 
 // Description is a one-line summary for listings.
 func (t *Task) Description() string {
