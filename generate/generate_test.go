@@ -246,7 +246,7 @@ func TestFailedAndContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := res.Counts()["t"]["dot"]; c.Scored != 9 || c.Failed != 3 {
+	if c := counts(res)["t"]["dot"]; c.Scored != 9 || c.Failed != 3 {
 		t.Errorf("counts %+v, want 9 scored, 3 failed", c)
 	}
 	if f := res.Failures(); len(f) != 3 || !strings.Contains(strings.Join(f, "\n"), "exceeds the model's context") {
@@ -257,7 +257,7 @@ func TestFailedAndContext(t *testing.T) {
 	for _, x := range res["t"]["dot"]["len"] {
 		sum9 += x.Value
 	}
-	if got := float64(res.Means()["t"]["dot"]["len"]); got != sum9/12 {
+	if got := float64(means(res)["t"]["dot"]["len"]); got != sum9/12 {
 		t.Errorf("mean %v, want %v (failed as 0 over 12)", got, sum9/12)
 	}
 	// The rerun retries exactly the failed ones.

@@ -16,7 +16,6 @@ import (
 
 	"tally/backends"
 	"tally/internal/redact"
-	"tally/scoring/stats"
 	"tally/store"
 )
 
@@ -1005,53 +1004,6 @@ func current(rows []store.Score, d string) bool {
 func ReadResults(ctx context.Context, st *store.Store, p *Plan) (Results, error) {
 	res, _, err := CurrentResults(ctx, st, p, ScoreOptions{})
 	return res, err
-}
-
-// Means returns the mean of every metric, per task and setting, failed
-// samples counted as 0 (NaN when a metric has no values).
-func (r Results) Means() map[string]map[string]map[string]Mean {
-	out := map[string]map[string]map[string]Mean{}
-	for task, bySet := range r {
-		out[task] = map[string]map[string]Mean{}
-		for set, byMetric := range bySet {
-			out[task][set] = map[string]Mean{}
-			for m, xs := range byMetric {
-				vals := make([]float64, len(xs))
-				for i, x := range xs {
-					vals[i] = x.Value
-				}
-				mean := math.NaN()
-				if len(vals) > 0 {
-					mean = stats.Mean(vals)
-				}
-				out[task][set][m] = Mean(mean)
-			}
-		}
-	}
-	return out
-}
-
-// Counts returns the number of samples scored and failed per task and
-// setting (a sample counts once, whatever its number of metrics).
-func (r Results) Counts() map[string]map[string]SampleCounts {
-	out := map[string]map[string]SampleCounts{}
-	for task, bySet := range r {
-		out[task] = map[string]SampleCounts{}
-		for set, byMetric := range bySet {
-			scored, failed := map[string]bool{}, map[string]bool{}
-			for _, xs := range byMetric {
-				for _, x := range xs {
-					if x.Failed != "" {
-						failed[x.SampleID] = true
-					} else {
-						scored[x.SampleID] = true
-					}
-				}
-			}
-			out[task][set] = SampleCounts{Scored: len(scored), Failed: len(failed)}
-		}
-	}
-	return out
 }
 
 // Failures returns, sorted, the failed samples of the results as

@@ -102,15 +102,15 @@ func testLargePlanAndRescore(t *testing.T, path string, raw func() (*sql.DB, err
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Scored != 2*n || rep.Recomputed != 2*n || got.Counts()["t"]["dot"].Scored != n || len(got["t"]["none"]["len"]) != n {
-		t.Errorf("rescore: %+v, counts %v", rep, got.Counts())
+	if rep.Scored != 2*n || rep.Recomputed != 2*n || counts(got)["t"]["dot"].Scored != n || len(got["t"]["none"]["len"]) != n {
+		t.Errorf("rescore: %+v, counts %v", rep, counts(got))
 	}
 	res, err := ReadResults(ctx, st, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := res.Means(); !maps.Equal(got.Means()["t"]["dot"], want["t"]["dot"]) || !maps.Equal(got.Means()["t"]["none"], want["t"]["none"]) {
-		t.Errorf("rescore means %v, read back %v", got.Means(), want)
+	if want := means(res); !maps.Equal(means(got)["t"]["dot"], want["t"]["dot"]) || !maps.Equal(means(got)["t"]["none"], want["t"]["none"]) {
+		t.Errorf("rescore means %v, read back %v", means(got), want)
 	}
 	if p, _ := MakePlan(ctx, st, be, []*Job{job}); p.Counts[Complete] != 2*n {
 		t.Errorf("after the rescore: %v; want all complete", p.Counts)

@@ -24,6 +24,15 @@ type Dataset struct {
 	Tasks []*TaskData
 }
 
+// Rows are the summary rows of every task, task by task.
+func (d *Dataset) Rows() []Row {
+	var rows []Row
+	for _, td := range d.Tasks {
+		rows = append(rows, td.Rows...)
+	}
+	return rows
+}
+
 // Column is one model's results under one stop setting and token budget.
 type Column struct {
 	Model       string `json:"model"`

@@ -575,7 +575,6 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	cfg["filter_list"] = filterList
 	set("generation_kwargs", map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0})
 	set("repeats", 1)
-	set("filter_list", filterList)
 	set("should_decontaminate", false)
 	if info.Version != nil {
 		set("metadata", map[string]any{"version": info.Version})

@@ -7,7 +7,6 @@
 package report
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"io"
@@ -113,28 +112,6 @@ func num(format string, x generate.Mean) string {
 		return "n/a"
 	}
 	return fmt.Sprintf(format, f)
-}
-
-// Compare makes one row per (task, metric, column): every stop setting of
-// every model's results (models name them when there are several). The
-// first model's columns are paired by sample with its first setting (stop
-// settings compared); every other model's column is paired by sample with
-// the first model's column at the same setting (models compared). It is
-// FromResults' figures, without samples.
-func Compare(jobs []*generate.Job, models []string, results []generate.Results) []Row {
-	runs := make([]RunResults, len(results))
-	for i, res := range results {
-		runs[i].Results = res
-		if i < len(models) {
-			runs[i].Model = models[i]
-		}
-	}
-	ds, _ := FromResults(context.Background(), nil, jobs, runs, FromOptions{ModelLabels: len(models) > 0})
-	var rows []Row
-	for _, td := range ds.Tasks {
-		rows = append(rows, td.Rows...)
-	}
-	return rows
 }
 
 // pairedInterval is the paired difference b-a with its interval (all NaN

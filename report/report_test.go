@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -19,9 +20,27 @@ func results() (*generate.Job, generate.Results) {
 	return job, res
 }
 
+// compare makes one row per (task, metric, column) of results, as run and
+// compare print them: FromResults' figures, without samples (models name
+// the columns when given).
+func compare(jobs []*generate.Job, models []string, results []generate.Results) []Row {
+	runs := make([]RunResults, len(results))
+	for i, res := range results {
+		runs[i].Results = res
+		if i < len(models) {
+			runs[i].Model = models[i]
+		}
+	}
+	ds, err := FromResults(context.Background(), nil, jobs, runs, FromOptions{ModelLabels: len(models) > 0})
+	if err != nil {
+		panic(err) // no store read without FromOptions.Full
+	}
+	return ds.Rows()
+}
+
 func TestCompare(t *testing.T) {
 	job, res := results()
-	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	rows := compare([]*generate.Job{job}, nil, []generate.Results{res})
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -32,7 +51,7 @@ func TestCompare(t *testing.T) {
 		t.Errorf("second row %+v", rows[1])
 	}
 	// Two models: columns are prefixed by the model, paired with the first.
-	rows = Compare([]*generate.Job{job}, []string{"m1", "m2"}, []generate.Results{res, res})
+	rows = compare([]*generate.Job{job}, []string{"m1", "m2"}, []generate.Results{res, res})
 	if len(rows) != 4 || rows[2].Setting != "m2 dot=." || rows[2].Diff.Estimate != 0 {
 		t.Errorf("two models: %+v", rows)
 	}
@@ -40,7 +59,7 @@ func TestCompare(t *testing.T) {
 
 func TestRenderers(t *testing.T) {
 	job, res := results()
-	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	rows := compare([]*generate.Job{job}, nil, []generate.Results{res})
 	tests := []struct {
 		name   string
 		render func(*bytes.Buffer) error
@@ -78,7 +97,7 @@ func TestAgainstPairsSameSetting(t *testing.T) {
 		"dot": {"em": {{SampleID: "a", Value: 0}, {SampleID: "b", Value: 1}}}, // same as A's dot
 		"nl":  {"em": {{SampleID: "a", Value: 1}, {SampleID: "b", Value: 0}}}, // differs from A's nl on b
 	}}
-	rows := Compare([]*generate.Job{job}, []string{"A", "B"}, []generate.Results{a, b})
+	rows := compare([]*generate.Job{job}, []string{"A", "B"}, []generate.Results{a, b})
 	if len(rows) != 4 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -99,7 +118,7 @@ func TestUndefinedFigures(t *testing.T) {
 	res := generate.Results{"t": {
 		"dot": {"m": {{SampleID: "a", Value: math.NaN()}, {SampleID: "b", Failed: "backend error"}}},
 	}}
-	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	rows := compare([]*generate.Job{job}, nil, []generate.Results{res})
 	js, err := json.Marshal(rows)
 	if err != nil {
 		t.Fatalf("JSON: %v", err)
@@ -133,7 +152,7 @@ func TestMarkdownEscapes(t *testing.T) {
 		"a`|b": {"em|<b>": {{SampleID: "s|1", Value: 0, Prediction: "<img src=y>|"}, {SampleID: "s2", Failed: "error: <script>|"}}},
 		"nl":   {"em|<b>": {{SampleID: "s|1", Value: 1, Prediction: "`|`"}, {SampleID: "s2", Failed: "error: <script>|"}}},
 	}}
-	rows := Compare([]*generate.Job{job}, nil, []generate.Results{res})
+	rows := compare([]*generate.Job{job}, nil, []generate.Results{res})
 	var b bytes.Buffer
 	if err := Markdown(&b, "tally report: /tmp/a|b/<img src=z onerror=alert(2)>.db", rows, 10); err != nil {
 		t.Fatal(err)

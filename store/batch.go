@@ -9,8 +9,8 @@ import (
 // Batch is a set of writes that land together or not at all (Store.Apply):
 // what one import brings into a store.
 type Batch struct {
-	// Runs are recorded as they are given, finished (Status, "done"
-	// when empty), never left "running".
+	// Runs are recorded as they are given, finished (Status, RunDone
+	// when empty), never left RunRunning.
 	Runs        []Run
 	Samples     []Sample
 	Generations []Generation
@@ -31,7 +31,7 @@ func (s *Store) Apply(ctx context.Context, b Batch) ([]int64, error) {
 		for _, r := range b.Runs {
 			status := r.Status
 			if status == "" {
-				status = "done"
+				status = RunDone
 			}
 			var id int64
 			if err := tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status)

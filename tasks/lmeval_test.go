@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -71,5 +73,51 @@ func TestSettingsWith(t *testing.T) {
 	}
 	if got := names(drop.SettingsWith(nil)); got != "dot,nl" {
 		t.Errorf("tally task without --stop: %s", got)
+	}
+}
+
+// TestLMEvalSampleRow: an lm-eval task's sample carries its document,
+// target and doc_id as every sample does (Doc, Target, Index), and only
+// once: its metadata (stored, digested into every score, and written
+// again in lm-eval files) holds what scoring needs, not the document.
+// NoDocs leaves the document out, as for any task.
+func TestLMEvalSampleRow(t *testing.T) {
+	c, err := ResolveWith("../testdata/lmeval/gsm8k/gsm8k.yaml", map[string]string{"num_fewshot": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := LoadOptions{Data: "../testdata/lmeval/gsm8k/data", Limit: 3}
+	full, err := c.Load(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.NoDocs = true
+	bare, err := c.Load(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Samples) != 3 || len(bare.Samples) != 3 {
+		t.Fatalf("%d samples, %d without docs", len(full.Samples), len(bare.Samples))
+	}
+	for i, s := range full.Samples {
+		var doc map[string]any
+		if err := json.Unmarshal(s.Doc, &doc); err != nil || doc["question"] == nil || doc["answer"] == nil {
+			t.Errorf("sample %d: doc %s (%v)", i, s.Doc, err)
+		}
+		if s.Index == nil || *s.Index != i || s.Target == nil || !strings.HasPrefix(*s.Target, "He makes 24") && i == 0 {
+			t.Errorf("sample %d: index %v, target %v", i, s.Index, s.Target)
+		}
+		for _, k := range []string{"doc", "doc_id", "target"} {
+			if _, ok := s.Metadata[k]; ok {
+				t.Errorf("sample %d: metadata holds %q beside the sample's own field", i, k)
+			}
+		}
+		if bare.Samples[i].Doc != nil {
+			t.Errorf("sample %d: NoDocs kept the doc %s", i, bare.Samples[i].Doc)
+		}
+		s.Doc = nil
+		if !reflect.DeepEqual(s, bare.Samples[i]) {
+			t.Errorf("sample %d: loaded without docs, it differs in more than its Doc", i)
+		}
 	}
 }

@@ -359,10 +359,13 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		if err != nil {
 			return Loaded{}, err
 		}
-		for i := range loaded.Samples {
-			lmevalRow(&loaded.Samples[i], i)
+		samples := selectSamples(loaded.Samples, opt)
+		if opt.NoDocs {
+			for i := range samples {
+				samples[i].Doc = nil
+			}
 		}
-		return Loaded{Samples: selectSamples(loaded.Samples, opt), Skipped: loaded.Skipped, Total: len(loaded.Samples)}, nil
+		return Loaded{Samples: samples, Skipped: loaded.Skipped, Total: len(loaded.Samples)}, nil
 	}
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
@@ -447,30 +450,6 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	total := len(samples)
 	samples = selectSamples(samples, opt)
 	return Loaded{Samples: samples, Skipped: skipped, Total: total}, nil
-}
-
-// lmevalRow gives a sample of an lm-eval task file what reports show of
-// its document (lm-eval's doc, doc_id and target), from the metadata the
-// task's loader keeps.
-func lmevalRow(s *datasets.Sample, i int) {
-	s.Index = &i
-	if id, ok := s.Metadata[lmeval.MetaDocID].(int); ok {
-		s.Index = &id
-	}
-	if doc, ok := s.Metadata[lmeval.MetaDoc].(json.Marshaler); ok {
-		if b, err := doc.MarshalJSON(); err == nil {
-			s.Doc = b
-		}
-	}
-	if t, ok := s.Metadata[lmeval.MetaTarget].(json.Marshaler); ok {
-		if b, err := t.MarshalJSON(); err == nil {
-			var text string
-			if json.Unmarshal(b, &text) != nil {
-				text = string(b)
-			}
-			s.Target = &text
-		}
-	}
 }
 
 // docOf is a data row as reports show it (lm-eval's "doc"): its fields,

@@ -312,3 +312,32 @@ func TestLoadNoDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadAll: configs load as each would alone, in their order, and the
+// error is that of the first config (in order) that fails.
+func TestLoadAll(t *testing.T) {
+	demo, err := Resolve("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop, err := Resolve("drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := *drop
+	first.Task = "drop-first"
+	alone, err := demo.Load(LoadOptions{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := LoadAll([]*Config{demo, demo}, LoadOptions{Limit: 3})
+	if err != nil || len(all) != 2 || !reflect.DeepEqual(all[0], alone) || !reflect.DeepEqual(all[1], alone) {
+		t.Fatalf("LoadAll: %d loads, %v", len(all), err)
+	}
+	for range 20 {
+		_, err := LoadAll([]*Config{demo, &first, drop}, LoadOptions{})
+		if err == nil || !strings.Contains(err.Error(), "drop-first") {
+			t.Fatalf("error %v, want drop-first's", err)
+		}
+	}
+}

@@ -91,7 +91,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			if err := writeOutputPath(ds, f.outputPath, s.lmevalOptions(started, runs, bes), cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			rows := rowsOf(ds)
+			rows := ds.Rows()
 			title := "tally: " + strings.Join(f.tasks, ", ") + " on " + report.ModelLabel(f.model, chats[0])
 			if against != "" {
 				title += " vs " + report.ModelLabel(against, chats[1])

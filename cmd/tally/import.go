@@ -10,6 +10,7 @@ import (
 	"tally/backends/imported"
 	"tally/datasets/lmevallog"
 	"tally/generate"
+	"tally/importer"
 	"tally/store"
 )
 
@@ -93,4 +94,38 @@ func newImportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "copy this tally store (a SQLite file or postgres://…) into --store")
 	cmd.Flags().BoolVar(&followOut, "follow-symlinks", false, "read files in a DIR that are symbolic links to regular files outside it (refused by default)")
 	return cmd
+}
+
+// importFiles is tally import with file arguments.
+func importFiles(cmd *cobra.Command, f *runFlags, args []string, followOut bool) error {
+	ctx := cmd.Context()
+	files, err := importer.Files(args, followOut)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("import: no samples_<task>_<date>.jsonl files in %s", strings.Join(args, " "))
+	}
+	name, _ := strings.CutPrefix(f.model, imported.Prefix)
+	// Every file is read before anything is written, and all of it is
+	// written in one transaction: an import stores everything or nothing.
+	b, counts, err := importer.Collect(files, name, version())
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Apply(ctx, b); err != nil {
+		return fmt.Errorf("import: nothing stored: %w", err)
+	}
+	if f.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": counts})
+	}
+	for _, p := range files {
+		fmt.Fprintf(cmd.OutOrStdout(), "imported %d samples from %s\n", counts[p], p)
+	}
+	return nil
 }

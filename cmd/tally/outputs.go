@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -40,19 +39,7 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 			// filter pipelines, its own generation being the setting of
 			// its until.
 			info.Version, info.FewShot, info.Prompt, info.Target, info.Description = lm.Version(), lm.NumFewshot(), "", "", ""
-			info.OwnSetting, info.Filters = lmeval.UntilSetting, map[string][]map[string]any{}
-			if b, err := json.Marshal(lm.Config()); err == nil {
-				json.Unmarshal(b, &info.LMEvalConfig)
-			}
-			var fl []struct {
-				Name   string           `json:"name"`
-				Filter []map[string]any `json:"filter"`
-			}
-			if raw, err := json.Marshal(info.LMEvalConfig["filter_list"]); err == nil && json.Unmarshal(raw, &fl) == nil {
-				for _, f := range fl {
-					info.Filters[f.Name] = f.Filter
-				}
-			}
+			info.OwnSetting, info.LMEvalConfig, info.Filters = lmeval.UntilSetting, lm.ConfigDict(), lm.FilterPipelines()
 		}
 		out[c.Task] = info
 	}
@@ -125,22 +112,13 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 	return nil
 }
 
-// rowsOf are a dataset's rows, task by task.
-func rowsOf(ds *report.Dataset) []report.Row {
-	var rows []report.Row
-	for _, td := range ds.Tasks {
-		rows = append(rows, td.Rows...)
-	}
-	return rows
-}
-
 // figures are a dataset's means and sample counts per task and stop
 // setting, as `--json` prints them (a setting's counts are its largest
 // over metrics: a failed sample is under every metric).
 func figures(ds *report.Dataset) (map[string]map[string]map[string]generate.Mean, map[string]map[string]generate.SampleCounts) {
 	means := map[string]map[string]map[string]generate.Mean{}
 	counts := map[string]map[string]generate.SampleCounts{}
-	for _, r := range rowsOf(ds) {
+	for _, r := range ds.Rows() {
 		if means[r.Task] == nil {
 			means[r.Task], counts[r.Task] = map[string]map[string]generate.Mean{}, map[string]generate.SampleCounts{}
 		}
@@ -178,5 +156,5 @@ func printRows(w io.Writer, ds *report.Dataset) {
 		}
 	}
 	tw.Flush()
-	report.WriteFailed(w, rowsOf(ds), 10)
+	report.WriteFailed(w, ds.Rows(), 10)
 }

@@ -205,10 +205,6 @@ func TestREADMELMEvalTable(t *testing.T) {
 	}
 }
 
-// inFlight are guides other issues write; until they are merged, a link to
-// one is noted rather than failed.
-var inFlight = []string{"lm-eval-output.md", "reliability.md", "security.md", "numerics.md", "lm-eval-tasks.md"}
-
 // TestDocsStayInRepository is item 1 of issue 26: the README pointed at
 // ../shared/gpu.md and ../shared/DESIGN.md, which a clone does not have.
 // Every relative link of README.md and docs/*.md resolves inside the
@@ -245,10 +241,6 @@ func TestDocsStayInRepository(t *testing.T) {
 				continue
 			}
 			if _, err := os.Stat(p); err != nil {
-				if slices.Contains(inFlight, filepath.Base(p)) {
-					t.Logf("%s links %s, written by another issue (not merged here yet)", f, m[1])
-					continue
-				}
 				t.Errorf("%s links %s, which does not exist", f, m[1])
 			}
 		}

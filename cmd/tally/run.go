@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sync/errgroup"
 
 	"tally/backends"
 	"tally/backends/gomlx"
@@ -232,22 +230,9 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 		}
 		cfgs = append(cfgs, cs...)
 	}
-	// Tasks load on every core (a large suite's data is most of what a
-	// plan reads).
-	all, errs := make([]tasks.Loaded, len(cfgs)), make([]error, len(cfgs))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, cfg := range cfgs {
-		g.Go(func() error {
-			all[i], errs[i] = cfg.Load(tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs})
-			return nil
-		})
-	}
-	g.Wait()
-	for _, err := range errs { // the first task's error, whichever failed first
-		if err != nil {
-			return nil, nil, nil, err
-		}
+	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	found := map[string]bool{}
 	for i, cfg := range cfgs {

@@ -97,7 +97,7 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 			return err
 		}
 	}
-	rows := rowsOf(ds)
+	rows := ds.Rows()
 	switch format {
 	case "json":
 		return writeJSON(stdout, rows)

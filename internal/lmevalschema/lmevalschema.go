@@ -51,10 +51,15 @@ type T interface {
 // Fake records failures; Fatalf stops the check by panicking.
 type Fake struct{ Failures []string }
 
+// Helper does nothing (T's, as *testing.T has it).
 func (f *Fake) Helper() {}
+
+// Errorf records a failure.
 func (f *Fake) Errorf(format string, args ...any) {
 	f.Failures = append(f.Failures, fmt.Sprintf(format, args...))
 }
+
+// Fatalf records a failure and stops the check (panicking with f).
 func (f *Fake) Fatalf(format string, args ...any) {
 	f.Errorf(format, args...)
 	panic(f)

@@ -28,7 +28,6 @@ import (
 type Kind uint8
 
 // The kinds of Value.
-
 const (
 	None Kind = iota
 	Bool

@@ -137,3 +137,27 @@ func FuzzParseYAML(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigDict: the task's config as lm-eval files record it, and its
+// filter pipelines by name (what a metric key "METRIC,FILTER" names).
+func TestConfigDict(t *testing.T) {
+	task, err := Load("../../testdata/lmeval/gsm8k/gsm8k.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := task.ConfigDict()
+	if cfg["task"] != "gsm8k" || cfg["filter_list"] == nil {
+		t.Errorf("config %v", cfg)
+	}
+	fp := task.FilterPipelines()
+	if len(fp) != 2 || len(fp["strict-match"]) == 0 || fp["strict-match"][0]["function"] != "regex" || len(fp["flexible-extract"]) == 0 {
+		t.Errorf("filter pipelines %v", fp)
+	}
+	plain, err := Load(writeTask(t, t.TempDir(), "t.yaml", base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := plain.FilterPipelines(); fp == nil || len(fp) != 0 {
+		t.Errorf("no filter_list: pipelines %v, want none", fp)
+	}
+}

@@ -20,9 +20,11 @@ type index struct {
 	tags          map[string][]string
 }
 
-func buildIndex(dir string) (*index, error) {
-	ix := &index{tasks: map[string]string{}, groups: map[string]string{}, tags: map[string][]string{}}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// walkTaskFiles calls fn with every *.yaml file under dir, as lm-eval's
+// TaskIndex walks a tasks folder (skipping __pycache__ and
+// .ipynb_checkpoints).
+func walkTaskFiles(dir string, fn func(path string) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -35,6 +37,13 @@ func buildIndex(dir string) (*index, error) {
 		if !strings.HasSuffix(d.Name(), ".yaml") {
 			return nil
 		}
+		return fn(path)
+	})
+}
+
+func buildIndex(dir string) (*index, error) {
+	ix := &index{tasks: map[string]string{}, groups: map[string]string{}, tags: map[string][]string{}}
+	err := walkTaskFiles(dir, func(path string) error {
 		raw, err := loadYAMLFile(path, map[string]bool{})
 		if err != nil {
 			return nil // lm-eval skips what it cannot read

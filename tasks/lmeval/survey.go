@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,19 +36,7 @@ type Survey struct {
 // found when the task runs.
 func SurveyDir(dir string) (*Survey, error) {
 	sv := &Survey{Dir: dir}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == "__pycache__" || d.Name() == ".ipynb_checkpoints" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(d.Name(), ".yaml") {
-			return nil
-		}
+	err := walkTaskFiles(dir, func(path string) error {
 		rel, _ := filepath.Rel(dir, path)
 		sv.Entries = append(sv.Entries, surveyFile(path, rel))
 		return nil

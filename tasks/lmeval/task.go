@@ -183,9 +183,33 @@ func (t *Task) ScoreKeys() []string {
 	return out
 }
 
-// Config is the task's configuration as lm-eval's results files record
-// it: the task file's fields after includes and overrides.
-func (t *Task) Config() *Map { return t.c.raw.Clone() }
+// ConfigDict is the task's configuration as lm-eval's results files record
+// it (TaskConfig.to_dict()): the task file's fields after includes and
+// overrides, as JSON decodes them (numbers as float64).
+func (t *Task) ConfigDict() map[string]any {
+	var out map[string]any
+	if b, err := json.Marshal(t.c.raw); err == nil {
+		json.Unmarshal(b, &out)
+	}
+	return out
+}
+
+// FilterPipelines maps the name of each filter_list entry of ConfigDict
+// to its pipeline (the entry's "filter" list), as lm-eval's results files
+// describe the filter a metric key names ("exact_match,strict-match").
+func (t *Task) FilterPipelines() map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	var fl []struct {
+		Name   string           `json:"name"`
+		Filter []map[string]any `json:"filter"`
+	}
+	if raw, err := json.Marshal(t.ConfigDict()["filter_list"]); err == nil && json.Unmarshal(raw, &fl) == nil {
+		for _, f := range fl {
+			out[f.Name] = f.Filter
+		}
+	}
+	return out
+}
 
 // Description is a one-line summary for listings.
 func (t *Task) Description() string {
@@ -202,25 +226,21 @@ type Loaded struct {
 	MultipleTarget bool
 }
 
-// Sample metadata keys: the document as loaded, its index (lm-eval's
-// doc_id) and its target as doc_to_target gives it (what lm-eval's sample
-// files log).
-const (
-	MetaDoc    = "doc"
-	MetaDocID  = "doc_id"
-	MetaTarget = "target"
-	// MetaMultipleTarget is lm-eval's multiple_target (the first
-	// document's target is a list), which decides how every target is
-	// scored; kept with each sample so that scoring needs no data file.
-	MetaMultipleTarget = "multiple_target"
-)
+// MetaMultipleTarget is the sample metadata key of lm-eval's
+// multiple_target (the first document's target is a list), which decides
+// how every target is scored; kept with each sample so that scoring needs
+// no data file.
+const MetaMultipleTarget = "multiple_target"
 
 // Load reads the task's splits from data (--data: SPLIT=FILE,..., a
 // folder in the Hub's layout, or one file with the evaluation split) and
 // builds every document's prompt as lm-eval does, in document order (the
 // few-shot sampler draws from one generator, document after document, so
 // a prompt depends on the documents before it; selecting samples
-// afterwards keeps every prompt as a full run builds it).
+// afterwards keeps every prompt as a full run builds it). Each sample
+// carries what lm-eval's sample files log of its document: the document
+// (Doc), its doc_id (Index) and its target as doc_to_target gives it
+// (Target, the references' JSON when that is not a string).
 func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 	ds, err := parseDataSpec(data)
 	if err != nil {
@@ -277,20 +297,24 @@ func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 		if err != nil {
 			return Loaded{}, fmt.Errorf("task %s: document %d: %w", c.task, i, err)
 		}
-		md := map[string]any{MetaDoc: jsonValue{doc}, MetaDocID: i, MetaTarget: jsonValue{gold}, MetaMultipleTarget: multi}
+		docJSON, err := marshalValue(doc)
+		if err != nil {
+			return Loaded{}, fmt.Errorf("task %s: document %d: %w", c.task, i, err)
+		}
+		target := string(refs)
+		var text string
+		if json.Unmarshal(refs, &text) == nil {
+			target = text
+		}
+		md := map[string]any{MetaMultipleTarget: multi}
 		if system != "" {
 			md["system_prompt"] = system
 		}
-		samples[i] = datasets.Sample{Task: c.task, ID: strconv.Itoa(i), Prompt: prompt, References: refs, Metadata: md}
+		samples[i] = datasets.Sample{Task: c.task, ID: strconv.Itoa(i), Prompt: prompt, References: refs, Metadata: md,
+			Doc: docJSON, Target: &target, Index: &i}
 	}
 	return Loaded{Samples: samples, Skipped: skipped, MultipleTarget: multi}, nil
 }
-
-// jsonValue marshals a document value (Maps in key order).
-type jsonValue struct{ v any }
-
-// MarshalJSON writes the value.
-func (j jsonValue) MarshalJSON() ([]byte, error) { return marshalValue(j.v) }
 
 // targetValue is doc_to_target's rule for a rendered template: a text
 // that looks like a list ("[...]") is read with ast.literal_eval when it

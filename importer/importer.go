@@ -1,4 +1,9 @@
-package main
+// Package importer reads the files `tally import` takes into one store
+// batch: lm-evaluation-harness sample logs (as tally or lm-eval wrote
+// them) and published result files (L-Eval, Counting-Stars, AlpacaEval,
+// AraGen), found in the folders given without reading anything but
+// regular files inside them.
+package importer
 
 import (
 	"encoding/json"
@@ -10,8 +15,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/spf13/cobra"
 
 	"tally/backends/imported"
 	"tally/datasets"
@@ -46,12 +49,12 @@ func detected(path string) bool {
 	return ok
 }
 
-// lmevalFiles expands paths (files or directories, searched recursively)
-// into lm-eval sample logs and published result files. Only regular files
+// Files expands paths (files or directories, searched recursively) into
+// lm-eval sample logs and published result files. Only regular files
 // are read: a FIFO, a device or a socket is refused, and so is a symbolic
 // link in a directory that leads out of it, unless followOut (a file named
 // as an argument may be a link to any regular file).
-func lmevalFiles(paths []string, followOut bool) ([]string, error) {
+func Files(paths []string, followOut bool) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -90,6 +93,33 @@ func lmevalFiles(paths []string, followOut bool) ([]string, error) {
 	return out, nil
 }
 
+// Collect reads files (as Files lists them) into one batch, for
+// Store.Apply to write all of it or nothing: lm-eval sample logs
+// (samples_<task>_<date>.jsonl) as collectLMEval reads them, every other
+// file as a published result file (collectPublished). model, when not
+// "", names the model the files' generations are imported as; version is
+// the tally version recorded with the import's runs. It returns the
+// records read per file.
+func Collect(files []string, model, version string) (store.Batch, map[string]int, error) {
+	var logs, others []string
+	for _, p := range files {
+		if samplesName.MatchString(filepath.Base(p)) {
+			logs = append(logs, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	var b store.Batch
+	counts, err := collectLMEval(logs, model, version, &b)
+	if err != nil {
+		return store.Batch{}, nil, err
+	}
+	if err := collectPublished(others, model, version, counts, &b); err != nil {
+		return store.Batch{}, nil, err
+	}
+	return b, counts, nil
+}
+
 // collectLMEval reads lm-eval sample logs into b: lines tally wrote (with
 // their "tally" object) come back as they were, raw continuation, failures
 // and scores included; lines of any other generate_until log become
@@ -99,7 +129,7 @@ func lmevalFiles(paths []string, followOut bool) ([]string, error) {
 // for logs that name no filter). The log's doc, target and doc_id are kept
 // with the sample, so that lm-eval files written from the store give them
 // back. It returns the lines read per file.
-func collectLMEval(files []string, model string, b *store.Batch) (map[string]int, error) {
+func collectLMEval(files []string, model, version string, b *store.Batch) (map[string]int, error) {
 	counts := map[string]int{}
 	runs := map[string]bool{}
 	// A sample, generation or score is in the batch once, however many
@@ -192,7 +222,7 @@ func collectLMEval(files []string, model string, b *store.Batch) (map[string]int
 			if !runs[tx.Fingerprint] {
 				runs[tx.Fingerprint] = true
 				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files, "chat": tx.Chat})
-				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported",
+				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version, Backend: "imported",
 					Model: tx.Model, Fingerprint: tx.Fingerprint})
 			}
 		}
@@ -213,58 +243,12 @@ func importedSample(tx report.TallyExtra, r lmevallog.Record) store.Sample {
 	return rescore.ToStore(s)
 }
 
-// importFiles is tally import with file arguments.
-func importFiles(cmd *cobra.Command, f *runFlags, args []string, followOut bool) error {
-	ctx := cmd.Context()
-	files, err := lmevalFiles(args, followOut)
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("import: no samples_<task>_<date>.jsonl files in %s", strings.Join(args, " "))
-	}
-	name, _ := strings.CutPrefix(f.model, imported.Prefix)
-	var logs, others []string
-	for _, p := range files {
-		if samplesName.MatchString(filepath.Base(p)) {
-			logs = append(logs, p)
-		} else {
-			others = append(others, p)
-		}
-	}
-	// Every file is read before anything is written, and all of it is
-	// written in one transaction: an import stores everything or nothing.
-	var b store.Batch
-	counts, err := collectLMEval(logs, name, &b)
-	if err != nil {
-		return err
-	}
-	if err := collectPublished(others, name, counts, &b); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, f.storePath)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Apply(ctx, b); err != nil {
-		return fmt.Errorf("import: nothing stored: %w", err)
-	}
-	if f.json {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": counts})
-	}
-	for _, p := range files {
-		fmt.Fprintf(cmd.OutOrStdout(), "imported %d samples from %s\n", counts[p], p)
-	}
-	return nil
-}
-
 // collectPublished reads published prediction files (L-Eval,
 // Counting-Stars, AlpacaEval) into b as imported generations of
 // "imported:MODEL" (MODEL: the file's own model name unless model is
 // given), scored under the setting "published" by the benchmark's scorer,
 // and counts their records.
-func collectPublished(files []string, model string, counts map[string]int, b *store.Batch) error {
+func collectPublished(files []string, model, version string, counts map[string]int, b *store.Batch) error {
 	runs := map[string]bool{}
 	for _, path := range files {
 		_, recs, err := published.Read(path)
@@ -286,7 +270,7 @@ func collectPublished(files []string, model string, counts map[string]int, b *st
 			if !runs[fp] {
 				runs[fp] = true
 				cfg, _ := json.Marshal(map[string]any{"command": "import", "files": files})
-				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version(), Backend: "imported", Model: fp, Fingerprint: fp})
+				b.Runs = append(b.Runs, store.Run{Command: "import", Config: cfg, Version: version, Backend: "imported", Model: fp, Fingerprint: fp})
 			}
 			meta, _ := json.Marshal(r.Metadata)
 			key := generate.Key(fp, nil, r.Task+"\x00"+r.ID+"\x00"+r.Prompt)
