@@ -196,7 +196,7 @@ func classify(it *Item, digests *store.Digests) {
 	budget := it.Job.MaxTokens
 	it.Statuses = make([]Status, len(it.Job.Settings))
 	it.Stale = make([]bool, len(it.Job.Settings))
-	var dg *scoreDigester
+	var dg *ScoreDigester
 	for k, set := range it.Job.Settings {
 		switch g := it.Stored; {
 		case g == nil:
@@ -207,13 +207,13 @@ func classify(it *Item, digests *store.Digests) {
 			pred, ok, _ := it.truncate(g, set)
 			d, scored := digests.Get(store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget})
 			if scored && ok && dg == nil {
-				x := newScoreDigester(it.Job, it.Sample)
+				x := NewScoreDigester(it.Job, it.Sample)
 				dg = &x
 			}
 			switch {
 			case !ok:
 				it.Statuses[k] = Continue
-			case scored && d == dg.digest(set, budget, pred):
+			case scored && d == dg.Digest(set, budget, pred):
 				it.Statuses[k] = Complete
 			default:
 				it.Statuses[k], it.Stale[k] = Answerable, scored
@@ -504,21 +504,24 @@ func needs(it *Item, g *store.Generation, ctxLen int, retryErrors bool) (newToke
 // the stop setting, the budget and the truncated prediction. A stored
 // score with another digest is stale.
 func ScoreDigest(j *Job, s *datasets.Sample, set StopSetting, budget int, pred string) string {
-	return newScoreDigester(j, s).digest(set, budget, pred)
+	return NewScoreDigester(j, s).Digest(set, budget, pred)
 }
 
-// scoreDigester computes the ScoreDigests of one sample: the part of the
-// digest its job and sample make is hashed once, then each setting's is
-// added to a copy.
-type scoreDigester struct{ h hash.Hash }
+// ScoreDigester computes the ScoreDigests of one sample: the part of the
+// digest its job and sample make (spec, references, metadata) is hashed
+// once, then each setting's is added to a copy. A checker of many
+// settings of one sample makes one.
+type ScoreDigester struct{ h hash.Hash }
 
-func newScoreDigester(j *Job, s *datasets.Sample) scoreDigester {
+// NewScoreDigester hashes the part of a sample's score digests that its
+// job (Spec) and the sample (References, Metadata) make.
+func NewScoreDigester(j *Job, s *datasets.Sample) ScoreDigester {
 	h := sha256.New()
 	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
 	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta)} {
 		writePart(h, part)
 	}
-	return scoreDigester{h}
+	return ScoreDigester{h}
 }
 
 // writePart writes one part of a digest: its length in decimal, a colon,
@@ -529,8 +532,8 @@ func writePart(h hash.Hash, part string) {
 	h.Write([]byte(part))
 }
 
-// digest is ScoreDigest of the sample under set, budget and pred.
-func (d scoreDigester) digest(set StopSetting, budget int, pred string) string {
+// Digest is ScoreDigest of the sample under set, budget and pred.
+func (d ScoreDigester) Digest(set StopSetting, budget int, pred string) string {
 	c, err := d.h.(hash.Cloner).Clone()
 	if err != nil {
 		panic(err) // sha256 digests clone

@@ -716,7 +716,7 @@ const Unscorable = "unscorable"
 // scoreSetting scores a generation under setting k of its job (dg, when
 // not nil, is the sample's digester). A scorer error does not stop the
 // run: the pair gets an Unscorable score and warn describes the error.
-func scoreSetting(it *Item, g *store.Generation, k int, runID int64, dg *scoreDigester) (scores []store.Score, warn string) {
+func scoreSetting(it *Item, g *store.Generation, k int, runID int64, dg *ScoreDigester) (scores []store.Score, warn string) {
 	set := it.Job.Settings[k]
 	budget := it.Job.MaxTokens
 	pred, ok, _ := it.truncate(g, set)
@@ -731,10 +731,10 @@ func scoreSetting(it *Item, g *store.Generation, k int, runID int64, dg *scoreDi
 		warn = fmt.Sprintf("%s/%s under %s: %v", it.Sample.Task, it.Sample.ID, set.Name, err)
 	}
 	if dg == nil {
-		x := newScoreDigester(it.Job, it.Sample)
+		x := NewScoreDigester(it.Job, it.Sample)
 		dg = &x
 	}
-	digest := dg.digest(set, budget, pred)
+	digest := dg.Digest(set, budget, pred)
 	out := make([]store.Score, 0, len(vals))
 	for m, v := range vals {
 		out = append(out, store.Score{GenKey: g.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, Setting: set.Name,
@@ -897,7 +897,7 @@ func (c *collector) portion(ctx context.Context, st *store.Store, items []*Item)
 		}
 		budget := it.Job.MaxTokens
 		reason := failReason(&g)
-		var dg *scoreDigester
+		var dg *ScoreDigester
 		for k, set := range it.Job.Settings {
 			sk := store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget}
 			rows := byKey[sk]
@@ -915,10 +915,10 @@ func (c *collector) portion(ctx context.Context, st *store.Store, items []*Item)
 			isCurrent := false
 			if len(rows) > 0 {
 				if dg == nil {
-					x := newScoreDigester(it.Job, it.Sample)
+					x := NewScoreDigester(it.Job, it.Sample)
 					dg = &x
 				}
-				isCurrent = current(rows, dg.digest(set, budget, pred))
+				isCurrent = current(rows, dg.Digest(set, budget, pred))
 			}
 			if !c.opt.Force && isCurrent {
 				for _, s := range rows {
@@ -928,7 +928,7 @@ func (c *collector) portion(ctx context.Context, st *store.Store, items []*Item)
 				continue
 			}
 			if dg == nil {
-				x := newScoreDigester(it.Job, it.Sample)
+				x := NewScoreDigester(it.Job, it.Sample)
 				dg = &x
 			}
 			sc, warn := scoreSetting(it, &g, k, c.opt.RunID, dg)

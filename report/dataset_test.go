@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"tally/generate"
@@ -173,4 +175,23 @@ func js(rows []Row) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// FuzzCompareIDs: compareIDs orders ids as it did with strconv.Atoi's
+// errors (numerically when both are numbers, else as strings).
+func FuzzCompareIDs(f *testing.F) {
+	for _, s := range [][2]string{{"1", "10"}, {"+2", "-3"}, {"a", "1"}, {"", "0"}, {"99999999999999999999", "1"}, {"12a", "12"}, {"-", "+"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		want := cmp.Compare(a, b)
+		if x, ex := strconv.Atoi(a); ex == nil {
+			if y, ey := strconv.Atoi(b); ey == nil {
+				want = cmp.Compare(x, y)
+			}
+		}
+		if got := compareIDs(a, b); got != want {
+			t.Errorf("compareIDs(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	})
 }

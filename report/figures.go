@@ -152,12 +152,22 @@ func pairColumns(ids []string, byStr []int32, first *series, firstAt []int32, th
 
 // compareIDs orders sample ids numerically when both are numbers.
 func compareIDs(a, b string) int {
-	x, ex := strconv.Atoi(a)
-	y, ey := strconv.Atoi(b)
-	if ex == nil && ey == nil {
+	x, okx := atoi(a)
+	y, oky := atoi(b)
+	if okx && oky {
 		return cmp.Compare(x, y)
 	}
 	return cmp.Compare(a, b)
+}
+
+// atoi is strconv.Atoi without the error it makes of a string that is not
+// a number (a sort of many non-numeric ids made one for every comparison).
+func atoi(s string) (int, bool) {
+	if s == "" || s[0] != '+' && s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // failedMetrics are the metrics a failed sample counts 0 under: the

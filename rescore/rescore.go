@@ -29,23 +29,36 @@ type Checker struct {
 	// jobs is the current scoring of each task, as the newest run that
 	// named the task configured it.
 	jobs map[string]*generate.Job
-	// samples are each task's stored samples, read when first needed;
-	// lastSample is the one last decoded (scores come grouped by sample).
-	samples    map[string]map[string]store.Sample
-	lastSample *datasets.Sample
-	// last is the score key last checked, with what it gave.
-	last       store.ScoreKey
-	lastStale  bool
-	lastValues map[string]float64
-	recomputed int
-	unchecked  map[string]int
+	// samples are each task's stored samples as a digest reads them
+	// (references and metadata, no prompt), read when first needed.
+	samples map[string]map[string]scoringSample
+	// digester is the digester of the sample checked last (scores come
+	// grouped by sample), of task and id lastTask and lastID.
+	digester         generate.ScoreDigester
+	lastTask, lastID string
+	// last is the score key last checked, whether it was (its task's
+	// scoring and sample known), and what it gave.
+	last        store.ScoreKey
+	lastChecked bool
+	lastStale   bool
+	lastValues  map[string]float64
+	recomputed  int
+	unchecked   map[string]int
+}
+
+// scoringSample is what a score's digest reads of a stored sample: its
+// references and metadata, or why its metadata could not be read.
+type scoringSample struct {
+	refs json.RawMessage
+	meta map[string]any
+	err  error
 }
 
 // New resolves the current scoring of every task the store's runs name
 // (the newest run naming a task wins; a task file that has since moved is
 // left out, and its scores are reported unchecked).
 func New(ctx context.Context, st *store.Store) (*Checker, error) {
-	c := &Checker{st: st, ctx: ctx, jobs: map[string]*generate.Job{}, samples: map[string]map[string]store.Sample{}, unchecked: map[string]int{}}
+	c := &Checker{st: st, ctx: ctx, jobs: map[string]*generate.Job{}, samples: map[string]map[string]scoringSample{}, unchecked: map[string]int{}}
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read runs to check scores: %w", err)
@@ -92,18 +105,18 @@ func (c *Checker) Fix(e store.Entry) (_ store.Entry, ok bool, err error) {
 		return e, true, nil
 	}
 	key := e.Key()
-	if key != c.last || c.lastValues == nil && !c.lastStale {
-		c.last, c.lastStale, c.lastValues = key, false, nil
+	if key != c.last || !c.lastChecked {
+		c.last, c.lastChecked, c.lastStale, c.lastValues = key, false, false, nil
 		j := c.Job(e.Task)
 		if j == nil {
 			c.unchecked[e.Task]++
 			return e, true, nil
 		}
-		smp, err := c.sample(e.Task, e.SampleID)
+		dg, found, err := c.digesterOf(j, e.Task, e.SampleID)
 		if err != nil {
 			return e, false, err
 		}
-		if smp == nil {
+		if !found {
 			c.unchecked[e.Task]++
 			return e, true, nil
 		}
@@ -111,12 +124,16 @@ func (c *Checker) Fix(e store.Entry) (_ store.Entry, ok bool, err error) {
 		if e.SettingKey != "" {
 			set.Seqs = strings.Split(e.SettingKey, "\x00")
 		}
-		if generate.ScoreDigest(j, smp, set, e.Budget, e.Prediction) == e.Digest {
-			c.lastValues = map[string]float64{} // current: keep stored values
-			return e, true, nil
+		c.lastChecked = true
+		if dg.Digest(set, e.Budget, e.Prediction) == e.Digest {
+			return e, true, nil // current: keep stored values
 		}
 		c.recomputed++
 		c.lastStale = true
+		smp, err := c.sample(e.Task, e.SampleID)
+		if err != nil {
+			return e, false, err
+		}
 		vals, err := j.Score(e.Prediction, *smp)
 		if err != nil {
 			vals = map[string]float64{generate.Unscorable: 1}
@@ -142,30 +159,53 @@ func (c *Checker) Recomputed() int { return c.recomputed }
 // or sample not known).
 func (c *Checker) Unchecked() map[string]int { return maps.Clone(c.unchecked) }
 
-// sample returns a stored sample as the scorer takes it (nil when it is
-// not stored).
-func (c *Checker) sample(task, id string) (*datasets.Sample, error) {
-	if s := c.lastSample; s != nil && s.Task == task && s.ID == id {
-		return s, nil
+// digesterOf returns the score digester of a stored sample under job j
+// (found is false when the sample is not stored). A task's samples are
+// read, without their prompts, when one of them is first asked for.
+func (c *Checker) digesterOf(j *generate.Job, task, id string) (_ generate.ScoreDigester, found bool, err error) {
+	if c.lastTask == task && c.lastID == id {
+		return c.digester, true, nil
 	}
 	m, ok := c.samples[task]
 	if !ok {
-		var err error
-		if m, err = c.st.Samples(c.ctx, task); err != nil {
-			return nil, fmt.Errorf("read samples of %s: %w", task, err)
+		stored, err := c.st.ScoringSamples(c.ctx, task)
+		if err != nil {
+			return generate.ScoreDigester{}, false, fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		m = make(map[string]scoringSample, len(stored))
+		for sid, s := range stored {
+			var meta datasets.Stored
+			err := json.Unmarshal(s.Metadata, &meta)
+			if err != nil {
+				err = fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
+			}
+			m[sid] = scoringSample{refs: s.Refs, meta: meta.Metadata, err: err}
 		}
 		c.samples[task] = m
 	}
 	s, ok := m[id]
 	if !ok {
-		return nil, nil
+		return generate.ScoreDigester{}, false, nil
 	}
-	smp, err := FromStore(s)
+	if s.err != nil {
+		return generate.ScoreDigester{}, false, s.err
+	}
+	c.digester = generate.NewScoreDigester(j, &datasets.Sample{Task: task, ID: id, References: s.refs, Metadata: s.meta})
+	c.lastTask, c.lastID = task, id
+	return c.digester, true, nil
+}
+
+// sample returns a stored sample whole, as the scorer takes it (a stale
+// score is recomputed from it).
+func (c *Checker) sample(task, id string) (*datasets.Sample, error) {
+	s, ok, err := c.st.Sample(c.ctx, task, id)
 	if err != nil {
 		return nil, err
 	}
-	c.lastSample = smp
-	return smp, nil
+	if !ok {
+		return nil, fmt.Errorf("sample %s/%s is no longer stored", task, id)
+	}
+	return FromStore(s)
 }
 
 // ToStore is the stored form of a sample: its metadata and share key (and

@@ -375,6 +375,46 @@ func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, er
 	return out, rows.Err()
 }
 
+// ScoringSamples returns the stored samples of a task, by id, without
+// their prompts: what checking a score's digest reads (references and
+// metadata), a fraction of Samples' bytes on a task of long prompts.
+func (s *Store) ScoringSamples(ctx context.Context, task string) (map[string]Sample, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,metadata FROM samples WHERE task=?`, task)
+	if err != nil {
+		return nil, fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	defer rows.Close()
+	out := map[string]Sample{}
+	for rows.Next() {
+		x := Sample{Task: task}
+		var refs, meta string
+		if err := rows.Scan(&x.ID, &refs, &meta); err != nil {
+			return nil, fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
+		out[x.ID] = x
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	return out, nil
+}
+
+// Sample returns one stored sample; ok is false when it is not stored.
+func (s *Store) Sample(ctx context.Context, task, id string) (x Sample, ok bool, err error) {
+	var refs, meta string
+	x = Sample{Task: task, ID: id}
+	err = s.db.QueryRowContext(ctx, `SELECT prompt,refs,metadata FROM samples WHERE task=? AND id=?`, task, id).Scan(&x.Prompt, &refs, &meta)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Sample{}, false, nil
+	}
+	if err != nil {
+		return Sample{}, false, fmt.Errorf("read sample %s/%s: %w", task, id, err)
+	}
+	x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
+	return x, true, nil
+}
+
 // Generation is one stored raw continuation. It is keyed by model
 // fingerprint, exact prompt and decoding parameters, never by stop settings
 // or token budget: a new setting or a longer budget finds it and extends it.

@@ -178,3 +178,52 @@ func BenchmarkReadGenerations100k(b *testing.B) {
 		}
 	}
 }
+
+// TestScoringSamples: a task's samples read for scoring checks are its
+// samples without their prompts, and one sample read by its id is the
+// sample stored (none for an id or task not stored).
+func TestScoringSamples(t *testing.T) { engines(t, testScoringSamples) }
+
+func testScoringSamples(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s, err := Open(ctx, newPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := []Sample{
+		{Task: "t", ID: "1", Prompt: "Q: one\x00two", Refs: json.RawMessage(`["1"]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":""}`)},
+		{Task: "t", ID: "2", Prompt: "Q: two", Refs: json.RawMessage(`["2"]`), Metadata: json.RawMessage(`{"metadata":{"a":1},"share_key":"k"}`)},
+		{Task: "u", ID: "1", Prompt: "other task", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{}`)},
+	}
+	if err := s.PutSamples(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Samples(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	light, err := s.ScoringSamples(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(light) != 2 || len(all) != 2 {
+		t.Fatalf("%d samples for scoring, %d in all, want 2", len(light), len(all))
+	}
+	for id, x := range all {
+		want := x
+		want.Prompt = ""
+		if !reflect.DeepEqual(light[id], want) {
+			t.Errorf("sample %s for scoring: %+v, want %+v", id, light[id], want)
+		}
+		one, ok, err := s.Sample(ctx, "t", id)
+		if err != nil || !ok || !reflect.DeepEqual(one, x) {
+			t.Errorf("Sample(t, %s) = %+v %v %v, want %+v", id, one, ok, err, x)
+		}
+	}
+	for _, k := range [][2]string{{"t", "3"}, {"v", "1"}} {
+		if x, ok, err := s.Sample(ctx, k[0], k[1]); ok || err != nil {
+			t.Errorf("Sample(%s, %s) = %+v %v %v, want none", k[0], k[1], x, ok, err)
+		}
+	}
+}
