@@ -206,14 +206,15 @@ type series struct {
 }
 
 // point is one stored score: the sample (an index into its task's ids),
-// the value and the prediction, and (when samples are read) the
-// generation it scored (an index into the load's generation keys; -1:
-// none).
+// the value and the prediction (an index into its task's preds), and
+// (when samples are read) the generation it scored (an index into the
+// load's generation keys; -1: none). It holds no pointer: the collector
+// never scans a series, of millions of points.
 type point struct {
 	idx  int32
 	gen  int32
+	pred int32
 	val  float64
-	pred string
 }
 
 const chunkBits = 12
@@ -246,13 +247,28 @@ type taskLoad struct {
 	idIdx   map[string]int32
 	metrics map[string]int
 	series  map[[2]int]*series // by (column, metric) index
+	// preds are the predictions points refer to (preds[0] is "": failed
+	// samples'); one for the scores of consecutive points that share it.
+	preds   []string
 	fails   map[int]map[int32]string
 	budgets map[int]bool
 }
 
 func newTaskLoad(task string) *taskLoad {
 	return &taskLoad{td: &TaskData{Task: task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
-		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{}}
+		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{},
+		preds: []string{""}}
+}
+
+// pred returns the index of a prediction in the task's preds, adding it
+// unless it is the last one added (several metrics score a prediction in
+// a row).
+func (tl *taskLoad) pred(s string) int32 {
+	if last := len(tl.preds) - 1; tl.preds[last] == s {
+		return int32(last)
+	}
+	tl.preds = append(tl.preds, s)
+	return int32(len(tl.preds) - 1)
 }
 
 // sampleIndex returns the index of a sample id in the task's ids, adding
@@ -404,7 +420,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	}
 	slotsOf := map[string][]*slot{}
 	var slots []*slot
-	lastFP, lastPred := "", ""
+	lastFP := ""
 	lastID, lastIdx := "", int32(-1)
 	// A full load reads the generations (what the samples show of each,
 	// and the failed ones, which have no scores) beside the scores.
@@ -463,12 +479,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		// A prediction is scored by several metrics in a row: one copy.
-		if e.Prediction == lastPred {
-			e.Prediction = lastPred
-		}
-		lastPred = e.Prediction
-		sl.sr.add(point{lastIdx, genOf(e.GenKey), e.Value, e.Prediction})
+		sl.sr.add(point{lastIdx, genOf(e.GenKey), tl.pred(e.Prediction), e.Value})
 		return nil
 	})
 	var gens []genInfo
@@ -554,7 +565,8 @@ func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[stri
 		if err := fn(r.td); err != nil {
 			return err
 		}
-		r.td.Samples, byTask[r.td.Task].series = nil, nil
+		tl := byTask[r.td.Task]
+		r.td.Samples, tl.series, tl.preds = nil, nil, nil
 		for i := range r.td.Rows {
 			r.td.Rows[i].Changed = nil
 		}
@@ -678,7 +690,7 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genI
 				}
 				sc := sd.Under[ci]
 				if sc == nil {
-					sc = &Scored{Prediction: p.pred, Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
+					sc = &Scored{Prediction: tl.preds[p.pred], Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
 					sd.Under[ci] = sc
 				}
 				sc.Values[m] = p.val
@@ -760,7 +772,7 @@ func finishStoreTask(tl *taskLoad) {
 		fails[newIdx[ci]] = m
 	}
 	tl.series, tl.fails = ser, fails
-	td.Rows = summarise(figures{td: td, ids: tl.ids, ser: ser, fails: fails, base: base})
+	td.Rows = summarise(figures{td: td, ids: tl.ids, preds: tl.preds, ser: ser, fails: fails, base: base})
 }
 
 func boolInt(b bool) int {

@@ -17,7 +17,9 @@ import (
 type figures struct {
 	td  *TaskData
 	ids []string
-	ser map[[2]int]*series
+	// preds are the predictions the series' points refer to.
+	preds []string
+	ser   map[[2]int]*series
 	// fails maps a column to its failed samples (index into ids) and why
 	// they failed; a failed sample is in every metric's series with value 0.
 	fails map[int]map[int32]string
@@ -109,7 +111,7 @@ func summarise(f figures) []Row {
 			}
 			if b := f.base[ci]; b >= 0 && b != ci {
 				row.Against = td.Columns[b].Label
-				row.Diff, row.Changed = pairColumns(ids, byStr, f.ser[[2]int{b, mi}], posOf(b), sr, pos)
+				row.Diff, row.Changed = pairColumns(ids, f.preds, byStr, f.ser[[2]int{b, mi}], posOf(b), sr, pos)
 			}
 			rows = append(rows, row)
 		}
@@ -120,7 +122,7 @@ func summarise(f figures) []Row {
 // pairColumns pairs a column's values with its base column's by sample
 // and returns the paired difference (this minus base) and the samples
 // whose value changed.
-func pairColumns(ids []string, byStr []int32, first *series, firstAt []int32, this *series, thisAt []int32) (*Interval, []Changed) {
+func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []int32, this *series, thisAt []int32) (*Interval, []Changed) {
 	var a, b []float64
 	changed := 0
 	for _, id := range byStr {
@@ -143,7 +145,7 @@ func pairColumns(ids []string, byStr []int32, first *series, firstAt []int32, th
 				continue
 			}
 			if x, y := first.at(k), this.at(j); x.val != y.val {
-				ch = append(ch, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), x.pred, y.pred})
+				ch = append(ch, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), preds[x.pred], preds[y.pred]})
 			}
 		}
 	}

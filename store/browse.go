@@ -374,8 +374,11 @@ func (s *Store) fieldSep() string {
 }
 
 // EachEntry calls fn with every stored score the filter selects, with its
-// model's fingerprint and digest (RunID is not read), in no particular
-// order, without holding them all (entries share their strings).
+// model's fingerprint and digest (RunID is not read), without holding
+// them all (entries share their strings); fn is called from one goroutine
+// at a time. A SQLite store's scores come in storage (rowid) order, read
+// in ranges on several cores (eachEntryInRanges); PostgreSQL's in the
+// order the server reads them.
 //
 // A million scores cross the driver here, whose cost is per column, so a
 // score's identifiers (generation key, sample id, task, budget, metric,
@@ -413,6 +416,10 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		conds = append(conds, "setting IN ("+placeholders(len(f.Settings))+")")
 		args = append(args, anys(f.Settings)...)
 	}
+	p := entryParser{sep: fieldSep, folded: folded, fpOf: fpOf}
+	if folded {
+		return s.eachEntryInRanges(ctx, q, conds, args, &p, fn)
+	}
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -421,75 +428,18 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		return fmt.Errorf("read scores: %w", err)
 	}
 	defer rows.Close()
-	type cell struct {
-		task, metric, setting, settingKey string
-		budget, id                        int
-	}
-	cells := map[string]cell{}
 	var raw, predRaw sql.RawBytes
-	var e Entry
-	sep := fieldSep[0]
+	var value float64
 	for rows.Next() {
-		if err := rows.Scan(&raw, &e.Value, &predRaw); err != nil {
+		if err := rows.Scan(&raw, &value, &predRaw); err != nil {
 			return fmt.Errorf("read scores: %w", err)
 		}
-		// The generation key and sample id come first, then the cell, the
-		// score's digest, and its prediction last (whatever it holds):
-		// what lies between the first two and the digest (the cell)
-		// repeats for every score of the cell and is parsed once;
-		// consecutive rows mostly share their generation, sample, digest
-		// and prediction, which are then not copied again.
-		var at [8]int // the first eight separators (unfolded: seven, and the end)
-		want := len(at)
-		if !folded {
-			want, at[7] = 7, len(raw)
+		e, ok, err := p.parse(raw, predRaw, value)
+		if err != nil {
+			return err
 		}
-		n, from := 0, 0
-		for ; n < want; n++ {
-			k := bytes.IndexByte(raw[from:], sep)
-			if k < 0 {
-				break
-			}
-			at[n] = from + k
-			from = at[n] + 1
-		}
-		if n < want {
-			return fmt.Errorf("read scores: malformed row %q", raw)
-		}
-		genKey, sampleID, cellRaw, digest, pred := raw[:at[0]], raw[at[0]+1:at[1]], raw[at[1]+1:at[6]], raw[at[6]+1:at[7]], predRaw
-		if folded {
-			pred = raw[at[7]+1:]
-		}
-		if string(digest) != e.Digest {
-			e.Digest = string(digest)
-		}
-		if string(sampleID) != e.SampleID {
-			e.SampleID = string(sampleID)
-		}
-		if string(pred) != e.Prediction {
-			e.Prediction = string(pred)
-		}
-		c, ok := cells[string(cellRaw)]
 		if !ok {
-			k := string(cellRaw)
-			parts := strings.SplitN(k, fieldSep, 5)
-			if len(parts) != 5 {
-				return fmt.Errorf("read scores: malformed cell %q", k)
-			}
-			b, err := strconv.Atoi(parts[1])
-			if err != nil {
-				return fmt.Errorf("read scores: malformed cell %q", k)
-			}
-			c = cell{task: parts[0], budget: b, metric: parts[2], setting: parts[3], settingKey: parts[4], id: len(cells)}
-			cells[k] = c
-		}
-		e.Task, e.Budget, e.Metric, e.Setting, e.SettingKey, e.Cell = c.task, c.budget, c.metric, c.setting, c.settingKey, c.id
-		if e.GenKey == "" || e.GenKey != string(genKey) {
-			e.GenKey = string(genKey)
-			e.Fingerprint = fpOf[e.GenKey]
-		}
-		if e.Fingerprint == "" {
-			continue // a score whose generation is gone
+			continue
 		}
 		if err := fn(e); err != nil {
 			return err

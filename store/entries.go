@@ -1,0 +1,234 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// This file holds how EachEntry turns score rows into Entries, and how it
+// reads a SQLite store's scores on several cores while handing them over
+// in storage order.
+
+// entryCell is a score's cell (task, budget, metric, setting, setting
+// key), numbered within one EachEntry call.
+type entryCell struct {
+	task, metric, setting, settingKey string
+	budget, id                        int
+}
+
+// entryParser reads EachEntry's rows. The generation key and sample id
+// come first, then the cell, the score's digest, and (folded: SQLite) its
+// prediction last, whatever it holds: what lies between the first two and
+// the digest (the cell) repeats for every score of the cell and is parsed
+// once; consecutive rows mostly share their generation, sample, digest and
+// prediction, which are then not copied again. One parser reads one
+// sequence of rows.
+type entryParser struct {
+	sep    string
+	folded bool
+	fpOf   map[string]string
+	cells  map[string]entryCell
+	last   Entry
+}
+
+// parse returns the Entry of a row; ok is false for a score whose
+// generation is gone (or not selected).
+func (p *entryParser) parse(raw, predRaw []byte, value float64) (_ Entry, ok bool, err error) {
+	var at [8]int // the first eight separators (unfolded: seven, and the end)
+	want := len(at)
+	if !p.folded {
+		want, at[7] = 7, len(raw)
+	}
+	sep := p.sep[0]
+	n, from := 0, 0
+	for ; n < want; n++ {
+		k := bytes.IndexByte(raw[from:], sep)
+		if k < 0 {
+			break
+		}
+		at[n] = from + k
+		from = at[n] + 1
+	}
+	if n < want {
+		return Entry{}, false, fmt.Errorf("read scores: malformed row %q", raw)
+	}
+	e := &p.last
+	e.Value = value
+	genKey, sampleID, cellRaw, digest, pred := raw[:at[0]], raw[at[0]+1:at[1]], raw[at[1]+1:at[6]], raw[at[6]+1:at[7]], predRaw
+	if p.folded {
+		pred = raw[at[7]+1:]
+	}
+	if string(digest) != e.Digest {
+		e.Digest = string(digest)
+	}
+	if string(sampleID) != e.SampleID {
+		e.SampleID = string(sampleID)
+	}
+	if string(pred) != e.Prediction {
+		e.Prediction = string(pred)
+	}
+	c, found := p.cells[string(cellRaw)]
+	if !found {
+		if c, err = p.cell(cellRaw); err != nil {
+			return Entry{}, false, err
+		}
+	}
+	e.Task, e.Budget, e.Metric, e.Setting, e.SettingKey, e.Cell = c.task, c.budget, c.metric, c.setting, c.settingKey, c.id
+	if e.GenKey == "" || e.GenKey != string(genKey) {
+		e.GenKey = string(genKey)
+		e.Fingerprint = p.fpOf[e.GenKey]
+	}
+	return *e, e.Fingerprint != "", nil
+}
+
+// cell parses a cell's joined fields and numbers it.
+func (p *entryParser) cell(raw []byte) (entryCell, error) {
+	k := string(raw)
+	parts := strings.SplitN(k, p.sep, 5)
+	if len(parts) != 5 {
+		return entryCell{}, fmt.Errorf("read scores: malformed cell %q", k)
+	}
+	b, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return entryCell{}, fmt.Errorf("read scores: malformed cell %q", k)
+	}
+	if p.cells == nil {
+		p.cells = map[string]entryCell{}
+	}
+	c := entryCell{task: parts[0], budget: b, metric: parts[2], setting: parts[3], settingKey: parts[4], id: len(p.cells)}
+	p.cells[k] = c
+	return c, nil
+}
+
+// entryRange is the number of rowids of the scores table one reader
+// reads at a time: a range's rows are held until fn has seen those of
+// every range before it (a few megabytes each).
+const entryRange = 1 << 14
+
+// entryRows are the rows of one range as read: each row's joined column,
+// one after the other in buf (ending at ends[i]), and its value. They
+// hold no pointers, which the collector would scan.
+type entryRows struct {
+	buf    []byte
+	ends   []int
+	values []float64
+	err    error
+}
+
+// eachEntryInRanges is EachEntry on a SQLite store (its rows are folded:
+// one column and the value): the scores table is read in ranges of
+// entryRange rowids, each in rowid order, by one reader a core (a
+// connection each, leaving one of the store's for fn), a few ranges ahead
+// of fn, which gets every range's entries in turn: the order of one scan
+// of the table, with the driver's work (most of a scan's) on every core
+// while p parses and fn works. q is the query without its WHERE clause,
+// conds its conditions (ANDed), args their arguments.
+func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string, args []any, p *entryParser, fn func(Entry) error) error {
+	var lo, hi sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, rowidBounds("scores")).Scan(&lo, &hi); err != nil {
+		return fmt.Errorf("read scores: %w", err)
+	}
+	if !lo.Valid {
+		return nil // no scores
+	}
+	q += " WHERE " + strings.Join(append([]string{"rowid >= ? AND rowid < ?"}, conds...), " AND ") + " ORDER BY rowid"
+	read := func(ctx context.Context, from int64, out *entryRows) {
+		out.buf, out.ends, out.values = out.buf[:0], out.ends[:0], out.values[:0]
+		rows, err := s.db.QueryContext(ctx, q, append([]any{args[0], from, from + entryRange}, args[1:]...)...)
+		if err != nil {
+			out.err = fmt.Errorf("read scores: %w", err)
+			return
+		}
+		defer rows.Close()
+		var raw, predRaw sql.RawBytes
+		var value float64
+		for rows.Next() {
+			if err := rows.Scan(&raw, &value, &predRaw); err != nil {
+				out.err = fmt.Errorf("read scores: %w", err)
+				return
+			}
+			out.buf = append(out.buf, raw...)
+			out.ends, out.values = append(out.ends, len(out.buf)), append(out.values, value)
+		}
+		if err := rows.Err(); err != nil {
+			out.err = fmt.Errorf("read scores: %w", err)
+		}
+	}
+	ranges := int((hi.Int64-lo.Int64)/entryRange) + 1
+	readers := min(runtime.GOMAXPROCS(0), maxOpenSQLite-1, ranges)
+	// Range i is read into slots[i%len(slots)]: a reader takes the next
+	// range once fn is done with the one that used its slot before, so
+	// that at most len(slots) ranges are held, and each slot's buffers
+	// are reused.
+	slots := make([]entryRows, 2*max(readers, 1))
+	ready := make([]chan struct{}, len(slots)) // a range read into the slot
+	free := make(chan struct{}, len(slots))    // a slot fn is done with
+	for i := range slots {
+		ready[i] = make(chan struct{}, 1)
+		free <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }() // readers end at fn's error too
+	var mu sync.Mutex
+	nextRange := 0
+	for range readers {
+		wg.Go(func() {
+			for {
+				// Ranges are taken in order, each once a slot is free:
+				// the slots taken and not yet freed are those of the
+				// ranges fn has not finished, consecutive, so range i's
+				// slot is free.
+				mu.Lock()
+				select {
+				case <-free:
+				case <-ctx.Done():
+					mu.Unlock()
+					return
+				}
+				i := nextRange
+				nextRange++
+				mu.Unlock()
+				if i >= ranges {
+					return
+				}
+				read(ctx, lo.Int64+int64(i)*entryRange, &slots[i%len(slots)])
+				ready[i%len(slots)] <- struct{}{}
+			}
+		})
+	}
+	for i := range ranges {
+		r := &slots[i%len(slots)]
+		select {
+		case <-ready[i%len(slots)]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		start := 0
+		for k, end := range r.ends {
+			row := r.buf[start:end]
+			start = end
+			e, ok, err := p.parse(row, nil, r.values[k])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		free <- struct{}{}
+	}
+	return nil
+}
