@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,8 +95,22 @@ func TestOutputPathHonoursRun(t *testing.T) {
 	}
 	out2 := filepath.Join(dir, "out2")
 	tallyOut(t, "rescore", "--model", "demo", "--tasks", "demo", "--samples", "demo-2026-0003,demo-2026-0007", "--store", db, "--output-path", out2)
-	if lines := sampleLines(t, out2, "demo", "demo"); len(lines) != 6 {
+	lines := sampleLines(t, out2, "demo", "demo")
+	if len(lines) != 6 {
 		t.Errorf("--samples: %d sample lines, want 2 samples × 3 stop settings", len(lines))
+	}
+	// A rescore writing files loads its samples' data rows (one that
+	// writes none does not): each line shows the doc the run's line does.
+	docs := map[string]string{}
+	for _, l := range sampleLines(t, out, "demo", "demo") {
+		d, _ := json.Marshal(l["doc"])
+		docs[fmt.Sprint(l["doc_id"])] = string(d)
+	}
+	for _, l := range lines {
+		d, _ := json.Marshal(l["doc"])
+		if want, ok := docs[fmt.Sprint(l["doc_id"])]; !ok || string(d) != want || !strings.HasPrefix(string(d), "{") {
+			t.Errorf("rescore --output-path: doc %v is %s, the run wrote %s", l["doc_id"], d, want)
+		}
 	}
 }
 
