@@ -434,14 +434,7 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		if err := rows.Scan(&raw, &value, &predRaw); err != nil {
 			return fmt.Errorf("read scores: %w", err)
 		}
-		e, ok, err := p.parse(raw, predRaw, value)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if err := fn(e); err != nil {
+		if err := p.give(raw, predRaw, value, fn); err != nil {
 			return err
 		}
 	}

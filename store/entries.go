@@ -87,6 +87,16 @@ func (p *entryParser) parse(raw, predRaw []byte, value float64) (_ Entry, ok boo
 	return *e, e.Fingerprint != "", nil
 }
 
+// give parses one row and hands its entry to fn, unless the row is one
+// the read skips.
+func (p *entryParser) give(raw, predRaw []byte, value float64, fn func(Entry) error) error {
+	e, ok, err := p.parse(raw, predRaw, value)
+	if err != nil || !ok {
+		return err
+	}
+	return fn(e)
+}
+
 // cell parses a cell's joined fields and numbers it.
 func (p *entryParser) cell(raw []byte) (entryCell, error) {
 	k := string(raw)
@@ -217,14 +227,7 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 		for k, end := range r.ends {
 			row := r.buf[start:end]
 			start = end
-			e, ok, err := p.parse(row, nil, r.values[k])
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if err := fn(e); err != nil {
+			if err := p.give(row, nil, r.values[k], fn); err != nil {
 				return err
 			}
 		}

@@ -357,7 +357,24 @@ func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
 
 // Samples returns the stored samples of a task, by id.
 func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,metadata FROM samples WHERE task=?`, task)
+	return s.readSamples(ctx, task, true)
+}
+
+// ScoringSamples returns the stored samples of a task, by id, without
+// their prompts: what checking a score's digest reads (references and
+// metadata), a fraction of Samples' bytes on a task of long prompts.
+func (s *Store) ScoringSamples(ctx context.Context, task string) (map[string]Sample, error) {
+	return s.readSamples(ctx, task, false)
+}
+
+// readSamples reads the stored samples of a task, by id, with their
+// prompts or without (left empty).
+func (s *Store) readSamples(ctx context.Context, task string, prompts bool) (map[string]Sample, error) {
+	prompt := "''"
+	if prompts {
+		prompt = "prompt"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id,`+prompt+`,refs,metadata FROM samples WHERE task=?`, task)
 	if err != nil {
 		return nil, fmt.Errorf("read samples of %s: %w", task, err)
 	}
@@ -367,28 +384,6 @@ func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, er
 		x := Sample{Task: task}
 		var refs, meta string
 		if err := rows.Scan(&x.ID, &x.Prompt, &refs, &meta); err != nil {
-			return nil, err
-		}
-		x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
-		out[x.ID] = x
-	}
-	return out, rows.Err()
-}
-
-// ScoringSamples returns the stored samples of a task, by id, without
-// their prompts: what checking a score's digest reads (references and
-// metadata), a fraction of Samples' bytes on a task of long prompts.
-func (s *Store) ScoringSamples(ctx context.Context, task string) (map[string]Sample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,metadata FROM samples WHERE task=?`, task)
-	if err != nil {
-		return nil, fmt.Errorf("read samples of %s: %w", task, err)
-	}
-	defer rows.Close()
-	out := map[string]Sample{}
-	for rows.Next() {
-		x := Sample{Task: task}
-		var refs, meta string
-		if err := rows.Scan(&x.ID, &refs, &meta); err != nil {
 			return nil, fmt.Errorf("read samples of %s: %w", task, err)
 		}
 		x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
