@@ -15,9 +15,6 @@ type CopyStats struct {
 	Scores      int `json:"scores"`
 }
 
-// copyBatch is how many rows Copy writes per transaction.
-const copyBatch = 1000
-
 // Copy copies the store's runs, samples, generations and scores into dst
 // (a store of either engine), all of them or, with fingerprint set, one
 // model's: its runs, generations and their scores, and the samples of the
@@ -28,21 +25,27 @@ const copyBatch = 1000
 // runs are added with new ids (the generations and scores that name them
 // follow), except a run dst already holds (same start time, host, command
 // and model), which is reused: copying twice changes nothing. Claims and
-// workers, which describe work in progress, are not copied.
+// workers, which describe work in progress, are not copied. The copy is
+// one transaction of dst: all of it is written or, on an error or a
+// cancelled ctx, none of it.
 func (s *Store) Copy(ctx context.Context, dst *Store, fingerprint string) (CopyStats, error) {
 	var st CopyStats
-	runIDs, err := s.copyRuns(ctx, dst, fingerprint, &st)
+	err := dst.tx(ctx, func(tx *txn) error {
+		st = CopyStats{}
+		runIDs, err := s.copyRuns(ctx, tx, fingerprint, &st)
+		if err != nil {
+			return err
+		}
+		if err := s.copySamples(ctx, tx, fingerprint, &st); err != nil {
+			return err
+		}
+		if err := s.copyGenerations(ctx, tx, fingerprint, runIDs, &st); err != nil {
+			return err
+		}
+		return s.copyScores(ctx, tx, fingerprint, runIDs, &st)
+	})
 	if err != nil {
-		return st, err
-	}
-	if err := s.copySamples(ctx, dst, fingerprint, &st); err != nil {
-		return st, err
-	}
-	if err := s.copyGenerations(ctx, dst, fingerprint, runIDs, &st); err != nil {
-		return st, err
-	}
-	if err := s.copyScores(ctx, dst, fingerprint, runIDs, &st); err != nil {
-		return st, err
+		return CopyStats{}, err
 	}
 	return st, nil
 }
@@ -55,7 +58,7 @@ func where(col, fingerprint string) (string, []any) {
 	return " WHERE " + col + "=?", []any{fingerprint}
 }
 
-func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) (map[int64]int64, error) {
+func (s *Store) copyRuns(ctx context.Context, tx *txn, fingerprint string, st *CopyStats) (map[int64]int64, error) {
 	w, args := where("fingerprint", fingerprint)
 	beat := `NULL, 0`
 	if s.hasRunBeats() {
@@ -90,62 +93,53 @@ func (s *Store) copyRuns(ctx context.Context, dst *Store, fingerprint string, st
 		return nil, fmt.Errorf("copy runs: %w", err)
 	}
 	ids := map[int64]int64{}
-	err = dst.tx(ctx, func(tx *txn) error {
-		clear(ids)
-		st.Runs = 0
-		for _, r := range runs {
-			var id int64
-			err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE started_at=? AND host=? AND command=? AND fingerprint=? ORDER BY id LIMIT 1`,
-				r.started, r.host, r.command, r.fingerprint).Scan(&id)
-			if errors.Is(err, sql.ErrNoRows) {
-				err = tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
-					generated_tokens,prompt_tokens,gen_seconds,stats,heartbeat_at,lease_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
-					r.started, r.finished, r.command, r.config, r.version, r.host, r.backend, r.model, r.fingerprint, r.status,
-					r.gen, r.prompt, r.secs, r.stats, r.beat, r.lease).Scan(&id)
-				st.Runs++
-			}
-			if err != nil {
-				return fmt.Errorf("copy run %d: %w", r.id, err)
-			}
-			ids[r.id] = id
+	for _, r := range runs {
+		var id int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE started_at=? AND host=? AND command=? AND fingerprint=? ORDER BY id LIMIT 1`,
+			r.started, r.host, r.command, r.fingerprint).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `INSERT INTO runs(started_at,finished_at,command,config,version,host,backend,model,fingerprint,status,
+				generated_tokens,prompt_tokens,gen_seconds,stats,heartbeat_at,lease_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+				r.started, r.finished, r.command, r.config, r.version, r.host, r.backend, r.model, r.fingerprint, r.status,
+				r.gen, r.prompt, r.secs, r.stats, r.beat, r.lease).Scan(&id)
+			st.Runs++
 		}
-		return nil
-	})
-	return ids, err
+		if err != nil {
+			return nil, fmt.Errorf("copy run %d: %w", r.id, err)
+		}
+		ids[r.id] = id
+	}
+	return ids, nil
 }
 
-func (s *Store) copySamples(ctx context.Context, dst *Store, fingerprint string, st *CopyStats) error {
+func (s *Store) copySamples(ctx context.Context, tx *txn, fingerprint string, st *CopyStats) error {
 	q := `SELECT task,id,prompt,refs,metadata FROM samples`
 	var args []any
 	if fingerprint != "" {
 		q += ` WHERE task IN (SELECT DISTINCT task FROM generations WHERE fingerprint=?)`
 		args = append(args, fingerprint)
 	}
-	return copyRows(ctx, s, dst, q, args, 5, func(tx *txn) (*sql.Stmt, error) {
-		return tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
-			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
-	}, func(v []any) []any {
-		v[2] = dst.db.eng.text(str(v[2]))
+	return copyRows(ctx, s, tx, q, args, 5, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+			ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`, func(v []any) []any {
+		v[2] = tx.eng.text(str(v[2]))
 		st.Samples++
 		return v
 	})
 }
 
-func (s *Store) copyGenerations(ctx context.Context, dst *Store, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
+func (s *Store) copyGenerations(ctx context.Context, tx *txn, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
 	w, args := where("fingerprint", fingerprint)
 	q := `SELECT key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,
 		gen_seconds,run_id,updated_at FROM generations` + w
-	return copyRows(ctx, s, dst, q, args, 18, func(tx *txn) (*sql.Stmt, error) {
-		return tx.PrepareContext(ctx, `INSERT INTO generations
+	return copyRows(ctx, s, tx, q, args, 18, `INSERT INTO generations
 			(key,fingerprint,task,sample_id,prompt_tokens,text,ids,offsets,n_tokens,budget,finish,stops,error,continued,imported,gen_seconds,run_id,updated_at)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(key) DO UPDATE SET fingerprint=excluded.fingerprint, task=excluded.task, sample_id=excluded.sample_id,
 			prompt_tokens=excluded.prompt_tokens, text=excluded.text, ids=excluded.ids, offsets=excluded.offsets, n_tokens=excluded.n_tokens,
 			budget=excluded.budget, finish=excluded.finish, stops=excluded.stops, error=excluded.error, continued=excluded.continued,
 			imported=excluded.imported, gen_seconds=excluded.gen_seconds, run_id=excluded.run_id, updated_at=excluded.updated_at
-			WHERE `+keepsSuccess)
-	}, func(v []any) []any {
-		v[5] = dst.db.eng.text(str(v[5]))
+			WHERE `+keepsSuccess, func(v []any) []any {
+		v[5] = tx.eng.text(str(v[5]))
 		v[6], v[7] = blob(v[6]), blob(v[7])
 		v[16] = mapRun(v[16], runIDs)
 		st.Generations++
@@ -153,20 +147,18 @@ func (s *Store) copyGenerations(ctx context.Context, dst *Store, fingerprint str
 	})
 }
 
-func (s *Store) copyScores(ctx context.Context, dst *Store, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
+func (s *Store) copyScores(ctx context.Context, tx *txn, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
 	q := `SELECT s.gen_key,s.task,s.sample_id,s.setting,s.setting_key,s.budget,s.metric,s.value,s.prediction,s.run_id,s.digest FROM scores s`
 	var args []any
 	if fingerprint != "" {
 		q += ` JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`
 		args = append(args, fingerprint)
 	}
-	return copyRows(ctx, s, dst, q, args, 11, func(tx *txn) (*sql.Stmt, error) {
-		return tx.PrepareContext(ctx, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
+	return copyRows(ctx, s, tx, q, args, 11, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
-			value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`)
-	}, func(v []any) []any {
-		v[8] = dst.db.eng.text(str(v[8]))
+			value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`, func(v []any) []any {
+		v[8] = tx.eng.text(str(v[8]))
 		v[9] = mapRun(v[9], runIDs)
 		st.Scores++
 		return v
@@ -174,59 +166,36 @@ func (s *Store) copyScores(ctx context.Context, dst *Store, fingerprint string, 
 }
 
 // copyRows runs query on src and writes each row, as conv turns it into
-// the arguments of the statement prepare makes, into dst, copyBatch rows
-// per transaction.
-func copyRows(ctx context.Context, src, dst *Store, query string, args []any, ncol int,
-	prepare func(*txn) (*sql.Stmt, error), conv func([]any) []any) error {
+// the arguments of the statement insert, through tx.
+func copyRows(ctx context.Context, src *Store, tx *txn, query string, args []any, ncol int, insert string, conv func([]any) []any) error {
 	rows, err := src.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("copy: read: %w", err)
 	}
 	defer rows.Close()
-	var batch [][]any
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := dst.tx(ctx, func(tx *txn) error {
-			stmt, err := prepare(tx)
-			if err != nil {
-				return err
-			}
-			defer stmt.Close()
-			for _, v := range batch {
-				if _, err := stmt.ExecContext(ctx, v...); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		batch = batch[:0]
-		if err != nil {
-			return fmt.Errorf("copy: write: %w", err)
-		}
-		return nil
+	stmt, err := tx.PrepareContext(ctx, insert)
+	if err != nil {
+		return fmt.Errorf("copy: write: %w", err)
 	}
+	defer stmt.Close()
+	v := make([]any, ncol)
+	ptrs := make([]any, ncol)
 	for rows.Next() {
-		v := make([]any, ncol)
-		ptrs := make([]any, ncol)
 		for i := range v {
+			v[i] = nil
 			ptrs[i] = &v[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			return fmt.Errorf("copy: read: %w", err)
 		}
-		batch = append(batch, conv(v))
-		if len(batch) >= copyBatch {
-			if err := flush(); err != nil {
-				return err
-			}
+		if _, err := stmt.ExecContext(ctx, conv(v)...); err != nil {
+			return fmt.Errorf("copy: write: %w", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("copy: read: %w", err)
 	}
-	return flush()
+	return nil
 }
 
 // str reads a text column scanned into an any (string or bytes).

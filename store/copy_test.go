@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"tally/internal/pgtest"
@@ -89,5 +90,68 @@ func TestCopyRoundTrip(t *testing.T) {
 	smp, _ := b.Samples(ctx, "t")
 	if smp["1"].Prompt != "q\x00" {
 		t.Errorf("samples %+v", smp)
+	}
+}
+
+// TestCopyAllOrNothing: a copy that fails part way (here the destination
+// refuses the last table's second score, through a trigger of its own)
+// leaves the destination as it was: no run, sample or generation of the
+// copy, which earlier tables' batches used to leave behind; the copy
+// then succeeds whole once the refusal goes.
+func TestCopyAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(p string) *Store {
+		s, err := Open(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	src, dst := open(filepath.Join(dir, "src.db")), open(filepath.Join(dir, "dst.db"))
+	id, err := src.StartRun(ctx, Run{Command: "run", Host: "h", Backend: "fake", Model: "m", Fingerprint: "fp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := gen(1), gen(2)
+	g1.RunID, g2.RunID = id, id
+	if err := src.PutSamples(ctx, []Sample{{Task: "t", ID: "1", Prompt: "q", Refs: []byte(`["r"]`), Metadata: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	scores := []Score{{GenKey: g1.Key, Task: "t", SampleID: "1", Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: 1, Prediction: "a", RunID: id, Digest: "d1"},
+		{GenKey: g2.Key, Task: "t", SampleID: "2", Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: 0, Prediction: "b", RunID: id, Digest: "d2"}}
+	if err := src.PutGenerations(ctx, []Generation{g1, g2}, scores); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.db.ExecContext(ctx, `CREATE TRIGGER refuse BEFORE INSERT ON scores WHEN new.sample_id = '2' BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (n int) {
+		for _, table := range []string{"runs", "samples", "generations", "scores"} {
+			var k int
+			if err := dst.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+		return n
+	}
+	st, err := src.Copy(ctx, dst, "")
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("copy: %v, want the destination's refusal", err)
+	}
+	if n := count(); n != 0 || st != (CopyStats{}) {
+		t.Errorf("a failed copy left %d rows in the destination (stats %+v), want none", n, st)
+	}
+	if _, err := dst.db.ExecContext(ctx, `DROP TRIGGER refuse`); err != nil {
+		t.Fatal(err)
+	}
+	st, err = src.Copy(ctx, dst, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (CopyStats{Runs: 1, Samples: 1, Generations: 2, Scores: 2}); st != want || count() != 6 {
+		t.Errorf("copy after the refusal went: stats %+v, %d rows; want %+v, 6 rows", st, count(), want)
 	}
 }
