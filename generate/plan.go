@@ -251,14 +251,11 @@ func (it *Item) truncate(g *store.Generation, s StopSetting) (pred string, ok bo
 // and decides the model work: a sample with a missing or failed setting is
 // generated from scratch; one that only needs more text is continued.
 func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []*Job) (*Plan, error) {
-	fp, err := be.Fingerprint(ctx)
+	p, err := PlanKeys(ctx, be, jobs)
 	if err != nil {
-		return nil, fmt.Errorf("plan: model fingerprint: %w", err)
-	}
-	p := &Plan{Fingerprint: fp, Counts: map[Status]int{}, EstimatedSeconds: -1}
-	if p.Items, err = keyedItems(ctx, be, fp, jobs); err != nil {
 		return nil, err
 	}
+	fp := p.Fingerprint
 	ctxLen := be.ContextLength()
 	keys := make([]string, len(p.Items))
 	for i, it := range p.Items {

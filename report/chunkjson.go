@@ -40,18 +40,7 @@ func appendChunkJSON(b []byte, c *browserChunk) []byte {
 	b = append(b, `{"p":`...)
 	b = appendStrings(b, c.Prompts)
 	b = append(b, `,"i":`...)
-	if c.Items == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range c.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendItemJSON(b, &c.Items[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, c.Items, appendItemJSON)
 	return append(b, "}\n"...)
 }
 
@@ -76,18 +65,7 @@ func appendItemJSON(b []byte, it *browserItem) []byte {
 		b = append(b, `,"imp":true`...)
 	}
 	b = append(b, `,"u":`...)
-	if it.Under == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range it.Under {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendEvalJSON(b, &it.Under[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendArray(b, it.Under, appendEvalJSON)
 	return append(b, '}')
 }
 
@@ -126,15 +104,21 @@ func (vs evalValues) MarshalJSON() ([]byte, error) { return vs.appendJSON(nil), 
 
 // appendStrings appends a list of strings (null when nil).
 func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
+	return appendArray(b, ss, func(b []byte, s *string) []byte { return appendJSONString(b, *s) })
+}
+
+// appendArray appends xs as encoding/json writes a slice (null when nil),
+// each element by appendElem.
+func appendArray[T any](b []byte, xs []T, appendElem func([]byte, *T) []byte) []byte {
+	if xs == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i, s := range ss {
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = appendElem(b, &xs[i])
 	}
 	return append(b, ']')
 }

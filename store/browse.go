@@ -136,15 +136,7 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	}
 	type fpTask struct{ fp, task string }
 	states := map[fpTask]*TaskState{}
-	intern := map[string]string{}
-	in := func(b []byte) string {
-		if x, ok := intern[string(b)]; ok {
-			return x
-		}
-		x := string(b)
-		intern[x] = x
-		return x
-	}
+	in := make(interner).of
 	fpOf := map[string]string{}
 	var raw sql.RawBytes
 	for rows.Next() {
@@ -305,7 +297,7 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (map[string]
 	}
 	defer rows.Close()
 	out := map[string]string{}
-	fps := map[string]string{} // intern fingerprints
+	fpOf := make(interner).of
 	var raw sql.RawBytes
 	for rows.Next() {
 		if err := rows.Scan(&raw); err != nil {
@@ -316,12 +308,7 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (map[string]
 		if i < 0 {
 			return nil, fmt.Errorf("read generation keys: malformed row %q", raw)
 		}
-		fp, ok := fps[string(raw[i+1:])]
-		if !ok {
-			fp = string(raw[i+1:])
-			fps[fp] = fp
-		}
-		out[string(raw[:i])] = fp
+		out[string(raw[:i])] = fpOf(raw[i+1:])
 	}
 	return out, rows.Err()
 }

@@ -101,15 +101,7 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 	}
 	defer rows.Close()
 	out := newDigests()
-	names := map[string]string{}
-	intern := func(b []byte) string {
-		if x, ok := names[string(b)]; ok {
-			return x
-		}
-		x := string(b)
-		names[x] = x
-		return x
-	}
+	intern := make(interner).of
 	var raw sql.RawBytes
 	var prev []byte
 	// The generation of the rows being read, whether it is wanted, and
@@ -168,15 +160,7 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 func (s *Store) ScoreStatesFor(ctx context.Context, genKeys []string) ([]Score, error) {
 	var out []Score
 	sep := s.fieldSep()
-	names := map[string]string{}
-	intern := func(b []byte) string {
-		if x, ok := names[string(b)]; ok {
-			return x
-		}
-		x := string(b)
-		names[x] = x
-		return x
-	}
+	intern := make(interner).of
 	const chunk = 500
 	for i := 0; i < len(genKeys); i += chunk {
 		part := genKeys[i:min(i+chunk, len(genKeys))]
@@ -248,4 +232,18 @@ func (s *Store) scanGenerations(ctx context.Context, fingerprint string, want ma
 		return nil, fmt.Errorf("read generations: %w", err)
 	}
 	return out, nil
+}
+
+// interner gives one string for equal bytes: names that repeat over many
+// rows (tasks, settings, metrics, fingerprints) are allocated once.
+type interner map[string]string
+
+// of returns the string of b, the one made for equal bytes before.
+func (in interner) of(b []byte) string {
+	if x, ok := in[string(b)]; ok {
+		return x
+	}
+	x := string(b)
+	in[x] = x
+	return x
 }

@@ -63,15 +63,7 @@ func randomLlama(t *testing.T) string {
 		}
 		header[n] = map[string]any{"dtype": "BF16", "shape": shapes[n], "data_offsets": []int{start, len(data)}}
 	}
-	h, err := json.Marshal(header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	file := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), append(file, data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeSafetensors(t, header, data)
 	demo := filepath.Join("..", "..", "backends", "gomlx", "demomodel")
 	var cfg map[string]any
 	b, err := os.ReadFile(filepath.Join(demo, "config.json"))

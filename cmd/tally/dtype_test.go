@@ -44,15 +44,7 @@ func bf16Demo(t *testing.T) string {
 		}
 		header[n] = map[string]any{"dtype": "BF16", "shape": shape, "data_offsets": []int{start, len(data)}}
 	}
-	h, err := json.Marshal(header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	file := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), append(file, data...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeSafetensors(t, header, data)
 	for _, f := range []string{"config.json", "tokenizer.json"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
@@ -132,4 +124,21 @@ func TestDTypeNotReused(t *testing.T) {
 			t.Errorf("plan %v: %v\n%s", bad, err, out)
 		}
 	}
+}
+
+// writeSafetensors writes a model.safetensors file of header (its tensors'
+// dtypes, shapes and offsets) and data into a new folder, and returns the
+// folder.
+func writeSafetensors(t *testing.T, header map[string]any, data []byte) string {
+	t.Helper()
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := append(binary.LittleEndian.AppendUint64(nil, uint64(len(h))), h...)
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), append(file, data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

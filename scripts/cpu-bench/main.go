@@ -531,17 +531,9 @@ func report(dir string, files []string) error {
 	weightBytes := float64(st.Size())
 	bw := bandwidth()
 	roof := bw / weightBytes // decode tok/s if every step reads the F16 weights once
-	var rs []result
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("read result: %w", err)
-		}
-		var r result
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("parse %s: %w", f, err)
-		}
-		rs = append(rs, r)
+	rs, err := readResults(files)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("model: random Llama, hidden %d, %d layers, %.1fM parameters, 16-bit weights (%.0f MB)\n",
 		hidden, layers, weightBytes/2/1e6, weightBytes/1e6)
@@ -563,6 +555,23 @@ func report(dir string, files []string) error {
 	return nil
 }
 
+// readResults reads result files, in order.
+func readResults(files []string) ([]result, error) {
+	var rs []result
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read result: %w", err)
+		}
+		var r result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", f, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
 func short(s string) string { return strings.SplitN(s, " (", 2)[0] }
 
 // compare reads result files of engines measured in turn (A1 B1 A2 B2 …,
@@ -571,18 +580,12 @@ func short(s string) string { return strings.SplitN(s, " (", 2)[0] }
 // other in time, so load from other processes shared by the machine
 // cancels more), and the median of those ratios.
 func compare(files []string) error {
-	var rs []result
+	rs, err := readResults(files)
+	if err != nil {
+		return err
+	}
 	var engines []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("read result: %w", err)
-		}
-		var r result
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("parse %s: %w", f, err)
-		}
-		rs = append(rs, r)
+	for _, r := range rs {
 		if !slices.Contains(engines, r.Engine) {
 			engines = append(engines, r.Engine)
 		}
