@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf16"
+
+	"github.com/klauspost/compress/gzip"
 
 	"tally/scoring/stats"
 	"tally/store"
@@ -313,7 +314,10 @@ func gzipJSON(v any) ([]byte, error) {
 
 // gzipWriters are reused: each holds about a megabyte of compression
 // state, which a page of thousands of chunks would otherwise allocate
-// thousands of times.
+// thousands of times. klauspost/compress's fastest level, where the
+// standard library's took 1.7 times the CPU for a tenth more bytes (issue
+// 23's scale store: 0.21 against 0.36 CPU s, a page of 18.6 MB against
+// 20.7 MB); the page's DecompressionStream reads any gzip.
 var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return zw
