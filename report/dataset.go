@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -209,13 +210,24 @@ type series struct {
 // the value and the prediction (an index into its task's preds), and
 // (when samples are read) the generation it scored (an index into the
 // load's generation keys; -1: none). It holds no pointer: the collector
-// never scans a series, of millions of points.
+// never scans a series, of millions of points. The value's bits are two
+// words, so that a point is 20 bytes, not 24 (a float64 would align it to
+// 8): 10 MB less held at 2.4 million scores.
 type point struct {
 	idx  int32
 	gen  int32
 	pred int32
-	val  float64
+	bits [2]uint32
 }
+
+// newPoint is a point of value v.
+func newPoint(idx, gen, pred int32, v float64) point {
+	b := math.Float64bits(v)
+	return point{idx, gen, pred, [2]uint32{uint32(b), uint32(b >> 32)}}
+}
+
+// val is the point's value.
+func (p *point) val() float64 { return math.Float64frombits(uint64(p.bits[0]) | uint64(p.bits[1])<<32) }
 
 const chunkBits = 12
 
@@ -329,7 +341,7 @@ func (tl *taskLoad) addFailed(ci int, idx int32, reason string, gen int32, has f
 	}
 	tl.fails[ci][idx] = reason
 	for _, m := range failedMetrics(tl.td.Metrics) {
-		tl.seriesOf(ci, tl.metric(m)).add(point{idx: idx, gen: gen})
+		tl.seriesOf(ci, tl.metric(m)).add(newPoint(idx, gen, 0, 0))
 	}
 	return true
 }
@@ -479,7 +491,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		sl.sr.add(point{lastIdx, genOf(e.GenKey), tl.pred(e.Prediction), e.Value})
+		sl.sr.add(newPoint(lastIdx, genOf(e.GenKey), tl.pred(e.Prediction), e.Value))
 		return nil
 	})
 	var gens []genInfo
@@ -693,7 +705,7 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genI
 					sc = &Scored{Prediction: tl.preds[p.pred], Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
 					sd.Under[ci] = sc
 				}
-				sc.Values[m] = p.val
+				sc.Values[m] = p.val()
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"tally/generate"
 	"tally/scoring/stats"
@@ -194,4 +195,18 @@ func FuzzCompareIDs(f *testing.F) {
 			t.Errorf("compareIDs(%q, %q) = %d, want %d", a, b, got, want)
 		}
 	})
+}
+
+// TestPointSize: a score held by a load is 20 bytes (issue 23: 2.4 million
+// of them), and its value comes back bit for bit.
+func TestPointSize(t *testing.T) {
+	if n := unsafe.Sizeof(point{}); n != 20 {
+		t.Errorf("a point is %d bytes, want 20", n)
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, 0.1, -3.5e300, math.Inf(1), math.NaN(), math.SmallestNonzeroFloat64} {
+		p := newPoint(1, 2, 3, v)
+		if got := p.val(); math.Float64bits(got) != math.Float64bits(v) || p.idx != 1 || p.gen != 2 || p.pred != 3 {
+			t.Errorf("newPoint(%v) = %+v, value %v", v, p, got)
+		}
+	}
 }
