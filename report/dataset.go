@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"tally/generate"
 	"tally/store"
@@ -883,6 +885,14 @@ func storedRanks(samples map[string]store.Sample) map[string]int {
 // target and index when they were stored (index -1: unknown). Metadata
 // stored in another form (a bare object) is the sample's metadata whole.
 func storedSample(raw json.RawMessage) (meta, doc json.RawMessage, target *string, index int) {
+	if meta, doc, target, index, ok := storedSampleAsWritten(raw); ok {
+		return meta, doc, target, index
+	}
+	return decodeStoredSample(raw)
+}
+
+// decodeStoredSample is storedSample, by a json.Decoder.
+func decodeStoredSample(raw json.RawMessage) (meta, doc json.RawMessage, target *string, index int) {
 	var st struct {
 		Metadata json.RawMessage `json:"metadata"`
 		ShareKey string          `json:"share_key"`
@@ -903,4 +913,108 @@ func storedSample(raw json.RawMessage) (meta, doc json.RawMessage, target *strin
 		st.Metadata = json.RawMessage("null")
 	}
 	return st.Metadata, st.Doc, st.Target, index
+}
+
+// storedSampleAsWritten is storedSample for a column in the form ToStore
+// writes it (json.Marshal of datasets.Stored: its members in order, no
+// spaces, metadata an object or null, the data row an object, strings
+// without escapes), read without a json.Decoder's reflection and copies
+// (issue 23: 200,000 samples); ok is false for any other form, which
+// storedSample then decodes. meta and doc are parts of raw.
+func storedSampleAsWritten(raw []byte) (meta, doc json.RawMessage, target *string, index int, ok bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte(`{"metadata":`))
+	if !ok {
+		return nil, nil, nil, 0, false
+	}
+	if r, isNull := bytes.CutPrefix(rest, []byte("null")); isNull {
+		meta, rest = rest[:4], r
+	} else if meta, rest, ok = cutObject(rest); !ok {
+		return nil, nil, nil, 0, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"share_key":`)); !ok {
+		return nil, nil, nil, 0, false
+	}
+	if _, rest, ok = cutPlainString(rest); !ok {
+		return nil, nil, nil, 0, false
+	}
+	index = -1
+	if r, found := bytes.CutPrefix(rest, []byte(`,"index":`)); found {
+		n := 0
+		for n < len(r) && (r[n] == '-' || '0' <= r[n] && r[n] <= '9') {
+			n++
+		}
+		digits := bytes.TrimPrefix(r[:n], []byte("-"))
+		i, err := strconv.Atoi(string(r[:n]))
+		if err != nil || len(digits) == 0 || digits[0] == '-' || digits[0] == '0' && len(digits) > 1 {
+			return nil, nil, nil, 0, false // not one of JSON's integers, or beyond an int
+		}
+		index, rest = i, r[n:]
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"doc":`)); found {
+		if doc, rest, ok = cutObject(r); !ok {
+			return nil, nil, nil, 0, false
+		}
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"target":`)); found {
+		t, r, ok := cutPlainString(r)
+		if !ok {
+			return nil, nil, nil, 0, false
+		}
+		ts := string(t)
+		target, rest = &ts, r
+	}
+	if string(rest) != "}" {
+		return nil, nil, nil, 0, false
+	}
+	return meta, doc, target, index, true
+}
+
+// cutObject cuts the JSON object b begins with from the rest of b; ok is
+// false unless b begins with a valid object.
+func cutObject(b []byte) (obj, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '{' {
+		return nil, nil, false
+	}
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				if !json.Valid(b[:i+1]) {
+					return nil, nil, false
+				}
+				return b[:i+1], b[i+1:], true
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// cutPlainString cuts the JSON string b begins with from the rest of b,
+// and returns its text; ok is false unless the string is one whose text
+// is its bytes: no escape, no control character, valid UTF-8.
+func cutPlainString(b []byte) (text, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !utf8.Valid(b[1:i]) {
+				return nil, nil, false
+			}
+			return b[1:i], b[i+1:], true
+		case c == '\\' || c < 0x20:
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -209,4 +210,41 @@ func TestPointSize(t *testing.T) {
 			t.Errorf("newPoint(%v) = %+v, value %v", v, p, got)
 		}
 	}
+}
+
+// FuzzStoredSample: a stored sample's metadata column read as ToStore
+// writes it gives what decoding it gives.
+func FuzzStoredSample(f *testing.F) {
+	for _, raw := range []string{
+		`{"metadata":null,"share_key":"scale00-00000","index":0,"doc":{"passage":"Jon. \"Tom\" <joined>","query_id":"q","target":"2017"},"target":" 2017"}`,
+		`{"metadata":{"lang":"en","n":[1,2,{"x":null}]},"share_key":"","index":12}`,
+		`{"metadata":null,"share_key":"k"}`,
+		`{"metadata":null,"share_key":"k","doc":{}}`,
+		`{"metadata":null,"share_key":"k","target":"a\u0026b"}`,
+		`{"metadata":null,"share_key":"k","index":01}`,
+		`{"metadata":null,"share_key":"k","index":-0}`,
+		`{"metadata":null,"share_key":"k","index":99999999999999999999}`,
+		`{"metadata":null,"share_key":"k","index":1.5}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":"}"}}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":"\\"}"}}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":[}}`,
+		`{"metadata":{},"share_key":"k"} `,
+		`{"metadata":null,"share_key":"k","target":"\xff"}`,
+		`{"metadata":null,"share_key":"k","extra":1}`,
+		`{"lang":"en"}`,
+		`{"Metadata":null,"share_key":"k"}`,
+		`{"metadata":null,"share_key":"k","metadata":{"a":1}}`,
+	} {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		meta, doc, target, index, ok := storedSampleAsWritten(raw)
+		if !ok {
+			return
+		}
+		wm, wd, wt, wi := decodeStoredSample(raw)
+		if !bytes.Equal(meta, wm) || !bytes.Equal(doc, wd) || (target == nil) != (wt == nil) || target != nil && *target != *wt || index != wi {
+			t.Errorf("%q: read as written %q %q %v %d; decoded %q %q %v %d", raw, meta, doc, target, index, wm, wd, wt, wi)
+		}
+	})
 }
