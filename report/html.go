@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -169,6 +170,12 @@ func (b *pageBuilder) addTask(td *TaskData) {
 		labels[i] = c.Label
 	}
 	b.index.Columns[td.Task], b.index.Metrics[td.Task] = labels, td.Metrics
+	if x, n := &b.index, len(td.Samples); cap(x.ID)-len(x.ID) < n {
+		// Room for the task's items, and as much again, at once.
+		n += len(x.ID)
+		x.Task, x.ID, x.Model, x.Flags = slices.Grow(x.Task, n), slices.Grow(x.ID, n), slices.Grow(x.Model, n), slices.Grow(x.Flags, n)
+		x.Changed, x.Chunk, x.Position = slices.Grow(x.Changed, n), slices.Grow(x.Chunk, n), slices.Grow(x.Position, n)
+	}
 	for _, sd := range td.Samples {
 		model := ModelLabel(sd.Model, sd.Chat)
 		mi, ok := b.models[model]
@@ -198,6 +205,9 @@ func (b *pageBuilder) addTask(td *TaskData) {
 				}
 			}
 		}
+		if len(sd.Under) > 0 {
+			it.Under = make([]browserEval, 0, len(sd.Under))
+		}
 		for ci := range td.Columns {
 			sc := sd.Under[ci]
 			if sc == nil {
@@ -225,7 +235,7 @@ func (b *pageBuilder) flush() {
 		return
 	}
 	c := b.cur
-	b.cur, b.prompts = browserChunk{}, map[string]int{}
+	b.cur, b.prompts = browserChunk{Items: make([]browserItem, 0, chunkItems)}, map[string]int{}
 	n := b.queued
 	b.queued++
 	b.mu.Lock()
