@@ -678,20 +678,24 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genI
 		return err
 	}
 	td.Total = len(stored)
-	type key struct {
-		idx int32
-		fp  string
-	}
-	bySample := map[key]*SampleData{}
+	// bySample is each sample's SampleData per model fingerprint, by the
+	// sample's index: a series is one column's (one fingerprint's), so a
+	// point finds its sample without hashing.
+	bySample := map[string][]*SampleData{}
 	for k, sr := range tl.series {
 		ci, m := k[0], td.Metrics[k[1]]
 		c := td.Columns[ci]
+		row := bySample[c.Fingerprint]
+		if row == nil {
+			row = make([]*SampleData, len(tl.ids))
+			bySample[c.Fingerprint] = row
+		}
 		for _, ch := range sr.chunks {
 			for _, p := range ch {
-				sd := bySample[key{p.idx, c.Fingerprint}]
+				sd := row[p.idx]
 				if sd == nil {
 					sd = &SampleData{ID: tl.ids[p.idx], Model: c.Model, Chat: c.Chat, Fingerprint: c.Fingerprint, Index: -1, Under: map[int]*Scored{}}
-					bySample[key{p.idx, c.Fingerprint}] = sd
+					row[p.idx] = sd
 					td.Samples = append(td.Samples, sd)
 				}
 				if sd.Finish == "" && p.gen >= 0 && int(p.gen) < len(gens) {
@@ -712,10 +716,14 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genI
 		}
 	}
 	rank := storedRanks(stored)
+	seqs := make([][]string, len(td.Columns)) // split once, not per sample
+	for ci, c := range td.Columns {
+		seqs[ci] = c.Seqs()
+	}
 	for _, sd := range td.Samples {
 		for ci, sc := range sd.Under {
 			if sc.Failed == "" && !sd.Imported {
-				if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok {
+				if m, ok := generate.FindStop(sd.Text, seqs[ci]); ok {
 					sc.Cut, sc.Seq = m.Offset, m.Seq
 				}
 			}
