@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"tally/generate"
 	"tally/scoring/stats"
@@ -192,6 +194,57 @@ func FuzzCompareIDs(f *testing.F) {
 		}
 		if got := compareIDs(a, b); got != want {
 			t.Errorf("compareIDs(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	})
+}
+
+// TestPointSize: a score held by a load is 20 bytes (issue 23: 2.4 million
+// of them), and its value comes back bit for bit.
+func TestPointSize(t *testing.T) {
+	if n := unsafe.Sizeof(point{}); n != 20 {
+		t.Errorf("a point is %d bytes, want 20", n)
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, 0.1, -3.5e300, math.Inf(1), math.NaN(), math.SmallestNonzeroFloat64} {
+		p := newPoint(1, 2, 3, v)
+		if got := p.val(); math.Float64bits(got) != math.Float64bits(v) || p.idx != 1 || p.gen != 2 || p.pred != 3 {
+			t.Errorf("newPoint(%v) = %+v, value %v", v, p, got)
+		}
+	}
+}
+
+// FuzzStoredSample: a stored sample's metadata column read as ToStore
+// writes it gives what decoding it gives.
+func FuzzStoredSample(f *testing.F) {
+	for _, raw := range []string{
+		`{"metadata":null,"share_key":"scale00-00000","index":0,"doc":{"passage":"Jon. \"Tom\" <joined>","query_id":"q","target":"2017"},"target":" 2017"}`,
+		`{"metadata":{"lang":"en","n":[1,2,{"x":null}]},"share_key":"","index":12}`,
+		`{"metadata":null,"share_key":"k"}`,
+		`{"metadata":null,"share_key":"k","doc":{}}`,
+		`{"metadata":null,"share_key":"k","target":"a\u0026b"}`,
+		`{"metadata":null,"share_key":"k","index":01}`,
+		`{"metadata":null,"share_key":"k","index":-0}`,
+		`{"metadata":null,"share_key":"k","index":99999999999999999999}`,
+		`{"metadata":null,"share_key":"k","index":1.5}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":"}"}}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":"\\"}"}}`,
+		`{"metadata":null,"share_key":"k","doc":{"a":[}}`,
+		`{"metadata":{},"share_key":"k"} `,
+		`{"metadata":null,"share_key":"k","target":"\xff"}`,
+		`{"metadata":null,"share_key":"k","extra":1}`,
+		`{"lang":"en"}`,
+		`{"Metadata":null,"share_key":"k"}`,
+		`{"metadata":null,"share_key":"k","metadata":{"a":1}}`,
+	} {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		meta, doc, target, index, ok := storedSampleAsWritten(raw)
+		if !ok {
+			return
+		}
+		wm, wd, wt, wi := decodeStoredSample(raw)
+		if !bytes.Equal(meta, wm) || !bytes.Equal(doc, wd) || (target == nil) != (wt == nil) || target != nil && *target != *wt || index != wi {
+			t.Errorf("%q: read as written %q %q %v %d; decoded %q %q %v %d", raw, meta, doc, target, index, wm, wd, wt, wi)
 		}
 	})
 }

@@ -96,7 +96,7 @@ func summarise(f figures) []Row {
 				if k < 0 {
 					continue
 				}
-				vals = append(vals, sr.at(k).val)
+				vals = append(vals, sr.at(k).val())
 				if why, ok := fails[id]; ok {
 					row.FailedSamples = append(row.FailedSamples, FailedSample{ids[id], why})
 				}
@@ -130,7 +130,7 @@ func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []in
 		if k < 0 || j < 0 {
 			continue
 		}
-		x, y := first.at(k).val, this.at(j).val
+		x, y := first.at(k).val(), this.at(j).val()
 		a, b = append(a, x), append(b, y)
 		if x != y {
 			changed++
@@ -144,8 +144,8 @@ func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []in
 			if k < 0 || j < 0 {
 				continue
 			}
-			if x, y := first.at(k), this.at(j); x.val != y.val {
-				ch = append(ch, Changed{ids[id], generate.Mean(x.val), generate.Mean(y.val), preds[x.pred], preds[y.pred]})
+			if x, y := first.at(k), this.at(j); x.val() != y.val() {
+				ch = append(ch, Changed{ids[id], generate.Mean(x.val()), generate.Mean(y.val()), preds[x.pred], preds[y.pred]})
 			}
 		}
 	}

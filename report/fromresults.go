@@ -92,7 +92,7 @@ func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, run
 				for mi, m := range td.Metrics {
 					for _, x := range r.Results[j.Task][set.Name][m] {
 						idx := tl.sampleIndex(x.SampleID)
-						tl.seriesOf(ci, mi).add(point{idx, -1, tl.pred(x.Prediction), x.Value})
+						tl.seriesOf(ci, mi).add(newPoint(idx, -1, tl.pred(x.Prediction), x.Value))
 						if x.Failed != "" {
 							if tl.fails[ci] == nil {
 								tl.fails[ci] = map[int32]string{}

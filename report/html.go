@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,9 +11,12 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf16"
+
+	"github.com/klauspost/compress/gzip"
 
 	"tally/scoring/stats"
 	"tally/store"
@@ -168,6 +170,12 @@ func (b *pageBuilder) addTask(td *TaskData) {
 		labels[i] = c.Label
 	}
 	b.index.Columns[td.Task], b.index.Metrics[td.Task] = labels, td.Metrics
+	if x, n := &b.index, len(td.Samples); cap(x.ID)-len(x.ID) < n {
+		// Room for the task's items, and as much again, at once.
+		n += len(x.ID)
+		x.Task, x.ID, x.Model, x.Flags = slices.Grow(x.Task, n), slices.Grow(x.ID, n), slices.Grow(x.Model, n), slices.Grow(x.Flags, n)
+		x.Changed, x.Chunk, x.Position = slices.Grow(x.Changed, n), slices.Grow(x.Chunk, n), slices.Grow(x.Position, n)
+	}
 	for _, sd := range td.Samples {
 		model := ModelLabel(sd.Model, sd.Chat)
 		mi, ok := b.models[model]
@@ -197,6 +205,9 @@ func (b *pageBuilder) addTask(td *TaskData) {
 				}
 			}
 		}
+		if len(sd.Under) > 0 {
+			it.Under = make([]browserEval, 0, len(sd.Under))
+		}
 		for ci := range td.Columns {
 			sc := sd.Under[ci]
 			if sc == nil {
@@ -224,7 +235,7 @@ func (b *pageBuilder) flush() {
 		return
 	}
 	c := b.cur
-	b.cur, b.prompts = browserChunk{}, map[string]int{}
+	b.cur, b.prompts = browserChunk{Items: make([]browserItem, 0, chunkItems)}, map[string]int{}
 	n := b.queued
 	b.queued++
 	b.mu.Lock()
@@ -313,7 +324,10 @@ func gzipJSON(v any) ([]byte, error) {
 
 // gzipWriters are reused: each holds about a megabyte of compression
 // state, which a page of thousands of chunks would otherwise allocate
-// thousands of times.
+// thousands of times. klauspost/compress's fastest level, where the
+// standard library's took 1.7 times the CPU for a tenth more bytes (issue
+// 23's scale store: 0.21 against 0.36 CPU s, a page of 18.6 MB against
+// 20.7 MB); the page's DecompressionStream reads any gzip.
 var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	return zw

@@ -7,6 +7,7 @@
 package rescore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,8 +31,13 @@ type Checker struct {
 	// named the task configured it.
 	jobs map[string]*generate.Job
 	// samples are each task's stored samples as a digest reads them
-	// (references and metadata, no prompt), read when first needed.
+	// (references and metadata, no prompt), read when first needed. A
+	// store's scores come task by task, so only the task read last is
+	// held, unless a task is asked for again once another was read
+	// (holdAll: every task read is then held, and none is read twice).
 	samples map[string]map[string]scoringSample
+	read    map[string]bool
+	holdAll bool
 	// digester is the digester of the sample checked last (scores come
 	// grouped by sample), of task and id lastTask and lastID.
 	digester         generate.ScoreDigester
@@ -58,7 +64,8 @@ type scoringSample struct {
 // (the newest run naming a task wins; a task file that has since moved is
 // left out, and its scores are reported unchecked).
 func New(ctx context.Context, st *store.Store) (*Checker, error) {
-	c := &Checker{st: st, ctx: ctx, jobs: map[string]*generate.Job{}, samples: map[string]map[string]scoringSample{}, unchecked: map[string]int{}}
+	c := &Checker{st: st, ctx: ctx, jobs: map[string]*generate.Job{}, samples: map[string]map[string]scoringSample{},
+		read: map[string]bool{}, unchecked: map[string]int{}}
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read runs to check scores: %w", err)
@@ -168,20 +175,10 @@ func (c *Checker) digesterOf(j *generate.Job, task, id string) (_ generate.Score
 	}
 	m, ok := c.samples[task]
 	if !ok {
-		stored, err := c.st.ScoringSamples(c.ctx, task)
-		if err != nil {
-			return generate.ScoreDigester{}, false, fmt.Errorf("read samples of %s: %w", task, err)
+		var err error
+		if m, err = c.readSamples(task); err != nil {
+			return generate.ScoreDigester{}, false, err
 		}
-		m = make(map[string]scoringSample, len(stored))
-		for sid, s := range stored {
-			var meta datasets.Stored
-			err := json.Unmarshal(s.Metadata, &meta)
-			if err != nil {
-				err = fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
-			}
-			m[sid] = scoringSample{refs: s.Refs, meta: meta.Metadata, err: err}
-		}
-		c.samples[task] = m
 	}
 	s, ok := m[id]
 	if !ok {
@@ -193,6 +190,55 @@ func (c *Checker) digesterOf(j *generate.Job, task, id string) (_ generate.Score
 	c.digester = generate.NewScoreDigester(j, &datasets.Sample{Task: task, ID: id, References: s.refs, Metadata: s.meta})
 	c.lastTask, c.lastID = task, id
 	return c.digester, true, nil
+}
+
+// readSamples reads a task's samples as digests read them, holding them
+// (and, unless holdAll, no other task's).
+func (c *Checker) readSamples(task string) (map[string]scoringSample, error) {
+	stored, err := c.st.ScoringSamples(c.ctx, task)
+	if err != nil {
+		return nil, fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	if c.read[task] {
+		c.holdAll = true
+	}
+	if !c.holdAll {
+		clear(c.samples)
+	}
+	c.read[task] = true
+	m := make(map[string]scoringSample, len(stored))
+	for sid, s := range stored {
+		meta, err := storedMetadata(s.Metadata)
+		if err != nil {
+			err = fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
+		}
+		m[sid] = scoringSample{refs: s.Refs, meta: meta, err: err}
+	}
+	c.samples[task] = m
+	return m, nil
+}
+
+// metadataNull begins the metadata column of a sample stored (ToStore)
+// with no metadata of its own.
+const metadataNull = `{"metadata":null,`
+
+// storedMetadata is the sample's own metadata in a stored sample's
+// metadata column (datasets.Stored): the members after it (the data row,
+// most of the column) are not decoded when the column begins with the
+// metadata, as ToStore writes it, and none when it is null.
+func storedMetadata(raw []byte) (map[string]any, error) {
+	if bytes.HasPrefix(raw, []byte(metadataNull)) {
+		return nil, nil
+	}
+	if rest, ok := bytes.CutPrefix(raw, []byte(`{"metadata":`)); ok && bytes.HasPrefix(rest, []byte("{")) {
+		var meta map[string]any
+		if json.NewDecoder(bytes.NewReader(rest)).Decode(&meta) == nil {
+			return meta, nil
+		}
+	}
+	var st datasets.Stored
+	err := json.Unmarshal(raw, &st)
+	return st.Metadata, err
 }
 
 // sample returns a stored sample whole, as the scorer takes it (a stale

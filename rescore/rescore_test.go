@@ -2,11 +2,16 @@ package rescore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"tally/datasets"
 	"tally/generate"
 	"tally/store"
 	"tally/tasks"
@@ -139,5 +144,131 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	if _, err := FromStore(store.Sample{Task: "t", ID: "1", Metadata: []byte("{")}); err == nil {
 		t.Error("bad metadata read without error")
+	}
+}
+
+// TestStoredMetadata: the metadata a digest reads from a stored sample's
+// metadata column is what decoding the column whole (datasets.Stored)
+// gives, whether or not the column begins with it as ToStore writes it.
+func TestStoredMetadata(t *testing.T) {
+	for _, raw := range []string{
+		`{"metadata":null,"share_key":"k","index":3,"doc":{"passage":"p"},"target":" 1"}`,
+		`{"metadata":{"b":[1,2.5,"x"],"a":{"n":null,"t":true}},"share_key":"","doc":{"q":"<&>"}}`,
+		`{"metadata":{},"share_key":""}`,
+		`{"metadata":null}`,
+		`{"share_key":"k","metadata":{"z":1}}`,
+		`{"metadata": {"spaced": 1e3}, "share_key": "k"}`,
+		`{"metadata":{"big":12345678901234567890}}`,
+	} {
+		var want datasets.Stored
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		got, err := storedMetadata([]byte(raw))
+		if err != nil || !reflect.DeepEqual(got, want.Metadata) {
+			t.Errorf("storedMetadata(%s) = %#v, %v; want %#v", raw, got, err, want.Metadata)
+		}
+	}
+	for _, raw := range []string{`{`, `{"metadata":[1]}`, `{"metadata":{"a":}`, `[]`} {
+		if _, err := storedMetadata([]byte(raw)); err == nil {
+			t.Errorf("storedMetadata(%s): no error", raw)
+		}
+	}
+}
+
+// TestFixTasksInterleaved: a Checker holds the samples of the task it read
+// last while scores come task by task; scores of a task that comes back
+// after another task's are still checked against their own samples (and
+// every task is held from then on).
+func TestFixTasksInterleaved(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dir := t.TempDir()
+	var specs []string
+	for _, name := range []string{"one", "two"} {
+		var rows strings.Builder
+		for i := range 2 {
+			fmt.Fprintf(&rows, `{"answer":{"date":{"day":"","month":"","year":""},"number":"%d","spans":[]},"passage":"P%d.","query_id":"%s-%d",`+
+				`"question":"Q?","section_id":"%s-%d","validated_answers":{"date":[],"number":[],"spans":[]}}`+"\n", i, i, name, i, name, i)
+		}
+		data, spec := filepath.Join(dir, name+".jsonl"), filepath.Join(dir, name+".yaml")
+		yaml := "task: " + name + "\nloader: drop\ndata: " + data + "\nid: \"{{.query_id}}\"\nprompt: \"{{.passage}} {{.question}}\"\n" +
+			"target: \" {{.target}}\"\nstop:\n  nl: [\"\\n\"]\nmax_tokens: 12\nmetrics: [drop]\n"
+		if err := os.WriteFile(data, []byte(rows.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(spec, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+	}
+	cfg, _ := json.Marshal(map[string][]string{"tasks": specs})
+	if _, err := st.StartRun(ctx, store.Run{Command: "run", Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	set := generate.StopSetting{Name: "nl", Seqs: []string{"\n"}}
+	const budget, pred = 12, " 1"
+	type known struct {
+		job *generate.Job
+		s   datasets.Sample
+	}
+	var ks []known
+	for _, spec := range specs {
+		tc, err := tasks.Resolve(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := tc.Load(tasks.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := &generate.Job{Task: tc.Task, Score: tc.Scorer(), Spec: tc.ScoringSpec()}
+		for _, s := range loaded.Samples {
+			if err := st.PutSamples(ctx, []store.Sample{ToStore(s)}); err != nil {
+				t.Fatal(err)
+			}
+			ks = append(ks, known{job, s})
+		}
+	}
+	entry := func(k known, stale bool) store.Entry {
+		digest := generate.ScoreDigest(k.job, &k.s, set, budget, pred)
+		if stale {
+			digest = "stale"
+		}
+		return store.Entry{Fingerprint: "fp", Score: store.Score{GenKey: "g-" + k.s.ID, Task: k.s.Task, SampleID: k.s.ID, Setting: set.Name,
+			SettingKey: set.Key(), Budget: budget, Metric: "m", Value: 0.5, Prediction: pred, Digest: digest}}
+	}
+	for _, tc := range []struct {
+		name    string
+		order   []int // into ks: task one's 0 and 1, two's 2 and 3
+		holdAll bool
+	}{
+		{"task by task", []int{0, 1, 2, 3}, false},
+		{"interleaved", []int{0, 2, 1, 3, 0}, true},
+	} {
+		c, err := New(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range tc.order {
+			stale := i == len(tc.order)-1
+			_, ok, err := c.Fix(entry(ks[k], stale))
+			if err != nil {
+				t.Fatalf("%s: entry %d: %v", tc.name, i, err)
+			}
+			if !ok != stale { // metric "m" is not computed: a stale score of it is dropped
+				t.Errorf("%s: entry %d (%s/%s): ok %v", tc.name, i, ks[k].s.Task, ks[k].s.ID, ok)
+			}
+		}
+		if c.Recomputed() != 1 || len(c.Unchecked()) != 0 {
+			t.Errorf("%s: Recomputed() = %d, Unchecked() = %v; want 1, none", tc.name, c.Recomputed(), c.Unchecked())
+		}
+		if held := len(c.samples); c.holdAll != tc.holdAll || held != map[bool]int{false: 1, true: 2}[tc.holdAll] {
+			t.Errorf("%s: holdAll %v, %d tasks held", tc.name, c.holdAll, held)
+		}
 	}
 }

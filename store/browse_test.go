@@ -126,3 +126,35 @@ func testBrowse(t *testing.T, newPath func() string) {
 		}
 	}
 }
+
+// TestGenFingerprints: generation keys map to their fingerprints whether
+// or not they spell a digest; a digest in upper case is another key than
+// the same digest in lower case.
+func TestGenFingerprints(t *testing.T) {
+	lower := strings.Repeat("0a1b2c3d4e5f6789", 4)
+	keys := map[string]string{
+		lower:                   "fp-lower",
+		strings.ToUpper(lower):  "fp-upper",
+		lower[:63] + "g":        "fp-not-hex",
+		lower[:62]:              "fp-short",
+		"imported:model/task/7": "fp-imported",
+		strings.Repeat("f", 64): "fp-ff",
+		strings.Repeat("0", 64): "fp-00",
+		"":                      "fp-empty",
+	}
+	m := &genFingerprints{digests: map[[32]byte]string{}, other: map[string]string{}}
+	for k, fp := range keys {
+		m.add([]byte(k), fp)
+	}
+	for k, fp := range keys {
+		if got := m.of([]byte(k)); got != fp {
+			t.Errorf("of(%q) = %q, want %q", k, got, fp)
+		}
+	}
+	if got := m.of([]byte(strings.Repeat("1", 64))); got != "" {
+		t.Errorf("an unknown key maps to %q", got)
+	}
+	if len(m.digests) != 3 {
+		t.Errorf("%d keys held as digests, want 3", len(m.digests))
+	}
+}

@@ -32,7 +32,7 @@ type entryCell struct {
 type entryParser struct {
 	sep    string
 	folded bool
-	fpOf   map[string]string
+	fpOf   *genFingerprints
 	cells  map[string]entryCell
 	last   Entry
 }
@@ -82,7 +82,7 @@ func (p *entryParser) parse(raw, predRaw []byte, value float64) (_ Entry, ok boo
 	e.Task, e.Budget, e.Metric, e.Setting, e.SettingKey, e.Cell = c.task, c.budget, c.metric, c.setting, c.settingKey, c.id
 	if e.GenKey == "" || e.GenKey != string(genKey) {
 		e.GenKey = string(genKey)
-		e.Fingerprint = p.fpOf[e.GenKey]
+		e.Fingerprint = p.fpOf.of(genKey)
 	}
 	return *e, e.Fingerprint != "", nil
 }
