@@ -78,8 +78,37 @@ func (a *attempt) Done(r backends.Request, earlier, gen int) backends.Event {
 	return ev
 }
 
-// one runs a request to its Done event (unless ctx ends).
+// one runs a request to its Done event (unless ctx ends). A server that
+// refuses the budget because the prompt plus max_tokens exceeds the
+// context, where the prompt itself fits, is asked once more with the budget
+// capped at the room the prompt leaves (see budgetRoom); a generation that
+// spends the capped budget ends with Finish "context-full", as in the
+// native and ollama backends.
 func (b *Backend) one(ctx context.Context, r backends.Request, sink backends.Sink) {
+	var room int
+	refused := false
+	b.run(ctx, r, func(ev backends.Event) bool {
+		if ev.Done && ev.Finish == backends.FinishContext && ev.GenTokens == 0 {
+			if room, refused = b.budgetRoom(ctx, r, ev.Err); refused {
+				return false // asked again below
+			}
+		}
+		return sink(ev)
+	})
+	if !refused || ctx.Err() != nil {
+		return
+	}
+	r.MaxTokens = room
+	b.run(ctx, r, func(ev backends.Event) bool {
+		if ev.Done && ev.Finish == backends.FinishLength {
+			ev.Finish = backends.FinishContextFull
+		}
+		return sink(ev)
+	})
+}
+
+// run drives one request through resume.Run.
+func (b *Backend) run(ctx context.Context, r backends.Request, sink backends.Sink) {
 	c := resume.Config{
 		Name: "openai", MaxTries: b.opts.MaxTries, NoDone: errNoDone,
 		// The back-off, or the server's Retry-After when it asked for
@@ -227,8 +256,11 @@ func (b *Backend) line(line []byte, a *attempt, onPiece func(string) error) erro
 		return fmt.Errorf("bad stream event %.200q: %w", b.redact(string(data)), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		code, msg := errorFields(append(append([]byte(`{"error":`), c.Error...), '}'), string(c.Error))
-		return classify(&HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)})
+		body := append(append([]byte(`{"error":`), c.Error...), '}')
+		code, msg := errorFields(body, string(c.Error))
+		he := &HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)}
+		he.NPromptTokens, he.NCtx = contextFields(body)
+		return classify(he)
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage
