@@ -179,7 +179,12 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 			f.ctxLen, len(text)+req.MaxTokens)
 		return
 	}
-	pieces, reason := fakeGenerate(text, req.MaxTokens, req.Stop)
+	maxTokens := req.MaxTokens
+	if f.refusal == "llamacpp" {
+		// llama.cpp's server stops where its context ends.
+		maxTokens = min(maxTokens, f.ctxLen-len(text))
+	}
+	pieces, reason := fakeGenerate(text, maxTokens, req.Stop)
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
 	send := func(v any) {

@@ -67,8 +67,15 @@ func (a *attempt) Done(r backends.Request, earlier, gen int) backends.Event {
 	} else if a.usage != nil {
 		ev.PromptTokens = max(a.usage.PromptTokens-earlier, 0)
 	}
-	switch a.finish {
-	case "length":
+	switch {
+	case a.finish == "length" && a.usage != nil && a.usage.CompletionTokens > 0 && ev.GenTokens < r.MaxTokens:
+		// The server stopped short of the budget: it ran out of context.
+		// llama.cpp's server does so (tools/server/server.cpp,
+		// process_token: "if context shifting is disabled, make sure that
+		// we don't run out of context", STOP_TYPE_LIMIT, reported as
+		// "length") rather than refuse the budget.
+		ev.Finish = backends.FinishContextFull
+	case a.finish == "length":
 		ev.Finish = backends.FinishLength
 	default:
 		// "stop": an EOS token or a stop sequence (servers strip the stop

@@ -22,8 +22,8 @@ import (
 // capped to it; a generation that then spends the capped budget filled the
 // context (backends.FinishContextFull). A refusal that leaves no room (the
 // prompt alone does not fit, which is all llama.cpp's server ever refuses:
-// it stops a generation at the end of its context instead) stays a context
-// overflow.
+// it stops a generation at the end of its context instead, see
+// attempt.Done) stays a context overflow.
 
 // refusalPatterns read the room a context refusal leaves for new tokens,
 // from the exact messages of each server. Each names its numbers: ctx (the

@@ -31,6 +31,7 @@ func TestBudgetRefusal(t *testing.T) {
 		finish    string
 		budgets   []int
 		tokenizes int
+		gen       int // tokens generated where not the last budget
 	}{
 		{name: "vLLM 0.9 budget", refusal: "vllm-0.9", prompt: "alpha", finish: backends.FinishContextFull, budgets: []int{budget, 7}},
 		{name: "vLLM 0.9 prompt", refusal: "vllm-0.9", prompt: "bravo charlie", finish: backends.FinishContext, budgets: []int{budget}},
@@ -45,6 +46,8 @@ func TestBudgetRefusal(t *testing.T) {
 		{name: "SGLang prompt", refusal: "sglang", prompt: "bravo charlie", finish: backends.FinishContext, budgets: []int{budget}},
 		{name: "SGLang in-stream budget", refusal: "sglang-stream", prompt: "alpha", finish: backends.FinishContextFull, budgets: []int{budget, 6}},
 		{name: "SGLang in-stream prompt", refusal: "sglang-stream", prompt: "bravo charlie", finish: backends.FinishContext, budgets: []int{budget}},
+		{name: "llama.cpp budget", refusal: "llamacpp", prompt: "alpha", finish: backends.FinishContextFull, budgets: []int{budget}, gen: 7},
+		{name: "llama.cpp budget chat", ctx: 30, refusal: "llamacpp", chat: true, prompt: "a", finish: backends.FinishContextFull, budgets: []int{budget}, gen: 30 - len("<user>a<assistant>")},
 		{name: "llama.cpp prompt", refusal: "llamacpp", prompt: "bravo charlie", finish: backends.FinishContext, budgets: []int{budget}},
 		{name: "budget that fits", ctx: 30, refusal: "vllm-0.11", prompt: "a", finish: backends.FinishLength, budgets: []int{budget}},
 		{name: "other 400", prompt: "alpha", status: http.StatusBadRequest,
@@ -95,6 +98,9 @@ func TestBudgetRefusal(t *testing.T) {
 			switch tc.finish {
 			case backends.FinishContextFull:
 				room := tc.budgets[len(tc.budgets)-1]
+				if tc.gen > 0 {
+					room = tc.gen
+				}
 				r := f.requests()[len(f.requests())-1]
 				if w := want(fakeContext(r), room, nil); texts[0] != w || ev.GenTokens != room || ev.PromptTokens != len(fakeContext(r)) || ev.Err != nil {
 					t.Errorf("%q, %d+%d tokens, err %v; want %q, %d+%d", texts[0], ev.PromptTokens, ev.GenTokens, ev.Err, w, len(fakeContext(r)), room)
