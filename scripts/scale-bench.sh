@@ -9,12 +9,13 @@
 # (a) exports BASE into WORKDIR/base and adds the working tree's
 #     cmd/tally/scale_bench_test.go to it;
 # (b) builds the store once with BASE (BenchmarkScaleStore; a few minutes)
-#     and gives each side its own copy of it (the working tree's migrates
-#     its copy when it writes);
+#     and gives each side its own copy of it (the working tree's copy
+#     migrated to its schema first, by a rescore that writes nothing);
 # (c) runs BenchmarkScalePlan (the prompt keys of an earlier plan kept)
 #     and BenchmarkScalePlanCold (none kept) for each side in turn (ROUNDS
 #     times, default 2), BenchmarkHTMLScale once (the working tree's
-#     benchmark, measuring BASE's binary beside its own on one copy), then
+#     benchmark, measuring BASE's binary beside its own on BASE's copy,
+#     which both read), then
 #     BenchmarkScaleRescore once each on a fresh copy;
 # (d) prints wall seconds, CPU seconds (all cores) and peak RSS of the tally
 #     process per side, and the ratios working tree / BASE.
@@ -52,10 +53,21 @@ bench() {
 		awk -v side="$1" -v name="$3" '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%s %s %s %s\n", name, side, $(i+1), $i }'
 }
 
+# upgrade SIDE DIR: migrate SIDE's copy to the schema of the tree DIR, as
+# the first writing command of a user's upgraded tally does (read-only
+# commands such as plan read an older schema as it is): a rescore, which
+# finds every score current and writes none.
+upgrade() {
+	(cd "$2" && go build -o "$WORK/tally-$1" ./cmd/tally)
+	"$WORK/tally-$1" rescore --model demo --tasks "$(ls "$WORK/$1"/scale*.yaml | paste -sd, -)" --store "$WORK/$1/scale.db" >/dev/null
+}
+
 results=$WORK/results.txt
 : >"$results"
 copy old
 copy new
+log "migrating the working tree's copy"
+upgrade new "$ROOT"
 for round in $(seq "$ROUNDS"); do
 	log "plan, round $round"
 	for b in BenchmarkScalePlan BenchmarkScalePlanCold; do
@@ -65,12 +77,13 @@ for round in $(seq "$ROUNDS"); do
 done
 log "report --format html"
 (cd "$WORK/base" && go build -o "$WORK/tally-base" ./cmd/tally)
-(cd "$ROOT" && TALLY_BENCH_SCALE="$WORK/new" TALLY_BASELINE_BIN="$WORK/tally-base" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkHTMLScale$' -benchtime 1x -timeout 60m) |
+(cd "$ROOT" && TALLY_BENCH_SCALE="$WORK/old" TALLY_BASELINE_BIN="$WORK/tally-base" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkHTMLScale$' -benchtime 1x -timeout 60m) |
 	awk '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i += 2) { m = $(i+1); side = "new"; if (m ~ /^baseline-/) { side = "old"; sub(/^baseline-/, "", m) }; printf "BenchmarkHTMLScale %s %s %s\n", side, m, $i } }' >>"$results"
 log "rescore"
 copy old
 bench old "$WORK/base" BenchmarkScaleRescore >>"$results"
 copy new
+upgrade new "$ROOT"
 bench new "$ROOT" BenchmarkScaleRescore >>"$results"
 
 echo "$BASE (old) against the working tree (new); plan: mean of $ROUNDS runs"

@@ -147,22 +147,31 @@ func (s *Store) copyGenerations(ctx context.Context, tx *txn, fingerprint string
 	})
 }
 
+// copyScores copies the scores, then sets the digests of the keys it
+// wrote from what dst then holds for them (its scores of a key merge with
+// those dst had: another metric of dst's stays).
 func (s *Store) copyScores(ctx context.Context, tx *txn, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
+	keys := map[ScoreKey]bool{}
 	q := `SELECT s.gen_key,s.task,s.sample_id,s.setting,s.setting_key,s.budget,s.metric,s.value,s.prediction,s.run_id,s.digest FROM scores s`
 	var args []any
 	if fingerprint != "" {
 		q += ` JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`
 		args = append(args, fingerprint)
 	}
-	return copyRows(ctx, s, tx, q, args, 11, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
+	err := copyRows(ctx, s, tx, q, args, 11, `INSERT INTO scores(gen_key,task,sample_id,setting,setting_key,budget,metric,value,prediction,run_id,digest)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
 			value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`, func(v []any) []any {
+		keys[ScoreKey{GenKey: str(v[0]), Task: str(v[1]), SampleID: str(v[2]), SettingKey: str(v[4]), Budget: budgetOf(v[5])}] = true
 		v[8] = tx.eng.text(str(v[8]))
 		v[9] = mapRun(v[9], runIDs)
 		st.Scores++
 		return v
 	})
+	if err != nil {
+		return err
+	}
+	return refreshKeyDigests(ctx, tx, keys)
 }
 
 // copyRows runs query on src and writes each row, as conv turns it into
@@ -225,19 +234,31 @@ func blob(v any) any {
 // mapRun maps a run id column scanned into an any to the destination's
 // run id (NULL stays NULL; an id the copy did not carry becomes NULL).
 func mapRun(v any, ids map[int64]int64) any {
-	var id int64
-	switch x := v.(type) {
-	case int64:
-		id = x
-	case int32:
-		id = int64(x)
-	case int:
-		id = int64(x)
-	default:
+	id, ok := intOf(v)
+	if !ok {
 		return nil
 	}
 	if n, ok := ids[id]; ok {
 		return n
 	}
 	return nil
+}
+
+// budgetOf reads a budget column scanned into an any.
+func budgetOf(v any) int {
+	n, _ := intOf(v)
+	return int(n)
+}
+
+// intOf reads an integer column scanned into an any (ok false for NULL).
+func intOf(v any) (_ int64, ok bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	}
+	return 0, false
 }

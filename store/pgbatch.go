@@ -75,7 +75,24 @@ func pgPutScores(ctx context.Context, tx *txn, scores []Score) error {
 	if _, err := tx.ExecContext(ctx, pgScoresSQL, rows...); err != nil {
 		return fmt.Errorf("store %d scores: %w", len(scores), err)
 	}
-	return nil
+	return putKeyDigests(ctx, tx, keyDigests(scores))
+}
+
+// pgKeyDigestsSQL upserts the score_digests rows whose columns are the 6
+// array arguments (each key once).
+const pgKeyDigestsSQL = `INSERT INTO score_digests(gen_key,task,sample_id,setting_key,budget,digest)
+		SELECT * FROM unnest(?::text[],?::text[],?::text[],?::text[],?::bigint[],?::text[])
+		ON CONFLICT(gen_key,task,sample_id,setting_key,budget) DO UPDATE SET digest=excluded.digest`
+
+// pgKeyDigestArgs returns the 6 column arrays of pgKeyDigestsSQL.
+func pgKeyDigestArgs(rows []keyDigestRow) []any {
+	var g, t, i, k, d []string
+	var b []int64
+	for _, r := range rows {
+		g, t, i, k = append(g, r.GenKey), append(t, r.Task), append(i, r.SampleID), append(k, r.SettingKey)
+		b, d = append(b, int64(r.Budget)), append(d, r.digest)
+	}
+	return []any{g, t, i, k, b, d}
 }
 
 // pgScoreArgs returns the 5 column arrays of the scores' keys (each once)
@@ -127,7 +144,7 @@ func pgScoreArgs(scores []Score) (keys, rows []any) {
 // claims on them in one statement (one round trip, atomic as a
 // transaction): the scores of each (generation, sample, setting, budget)
 // present are upserted and any other metric stored for it deleted, which
-// replaces them as putScores does. Each array is sent once: the deletion
+// replaces them as putScores does (score_digests too). Each array is sent once: the deletion
 // of other metrics reads the scores' own key columns, and the release
 // the generations' keys.
 func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, scores []Score, now string) error {
@@ -142,6 +159,8 @@ func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, s
 				WHERE n.g=x.gen_key AND n.t=x.task AND n.i=x.sample_id AND n.sk=x.setting_key AND n.b=x.budget AND n.m=x.metric)
 			RETURNING 1)`
 		args = append(args, rows...)
+		q += `, sd AS (` + renumber(postgresEngine.rebind(pgKeyDigestsSQL), len(args)) + ` RETURNING 1)`
+		args = append(args, pgKeyDigestArgs(keyDigests(scores))...)
 	}
 	if owner != "" {
 		q += fmt.Sprintf(`, r AS (DELETE FROM claims WHERE owner=$%d AND gen_key IN (SELECT unnest($1::text[])) RETURNING 1)`, len(args)+1)

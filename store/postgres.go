@@ -99,6 +99,16 @@ var pgMigrations = []string{
 	);`,
 	`ALTER TABLE runs ADD COLUMN heartbeat_at BIGINT;
 	ALTER TABLE runs ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;`,
+	`CREATE TABLE score_digests (
+		gen_key TEXT NOT NULL,
+		task TEXT NOT NULL,
+		sample_id TEXT NOT NULL,
+		setting_key TEXT NOT NULL,
+		budget BIGINT NOT NULL,
+		digest TEXT NOT NULL,
+		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget)
+	);
+	` + fillScoreDigests,
 }
 
 // pgLockID is the advisory lock that serialises migrations across every

@@ -18,6 +18,40 @@ import (
 // (the driver's cost is per column), and a large scan is split over the
 // cores.
 
+// keyDigests is ScoreDigests from score_digests (one row a key, where
+// scores has one a metric): by one scan of the model's rows, or of all
+// rows when the keys are a third of the store's generations or more, or,
+// for few keys, by lookups of the keys in chunks.
+func (s *Store) keyDigests(ctx context.Context, fingerprint string, genKeys []string, want map[string]bool) (*Digests, error) {
+	sep := s.fieldSep()
+	cols := `SELECT concat_ws(?, d.gen_key, d.task, d.sample_id, d.setting_key, d.budget, d.digest) FROM score_digests d`
+	if fingerprint != "" && len(genKeys) > scanThreshold {
+		var total int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations`).Scan(&total); err != nil {
+			return nil, err
+		}
+		if 3*len(want) < total {
+			return s.digestRows(ctx, want, cols+` JOIN generations g ON g.key = d.gen_key WHERE g.fingerprint=?`, sep, fingerprint)
+		}
+		return s.digestRows(ctx, want, cols, sep)
+	}
+	out := newDigests()
+	const chunk = 500
+	for i := 0; i < len(genKeys); i += chunk {
+		part := genKeys[i:min(i+chunk, len(genKeys))]
+		q, args := cols+` WHERE d.gen_key IN (`+placeholders(len(part))+`)`, append([]any{sep}, anys(part)...)
+		if s.db.eng == postgresEngine {
+			q, args = cols+` WHERE d.gen_key IN (SELECT unnest(?::text[]))`, []any{sep, part}
+		}
+		got, err := s.digestRows(ctx, want, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		out.merge(got)
+	}
+	return out, nil
+}
+
 // scanScoreDigests is ScoreDigests by one scan of a model's scores, or
 // of all scores (keeping the keys wanted) when the keys are a third of
 // the store's generations or more: reading every score in storage order

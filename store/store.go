@@ -112,7 +112,30 @@ var migrations = []string{
 	// run whose process died is told from one still running.
 	`ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER;
 	ALTER TABLE runs ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;`,
+	// 5: the digest of each (generation, sample, setting, budget)'s
+	// scores, one row where scores has one a metric, kept by every
+	// writer of scores: a plan reads a quarter of the rows.
+	`CREATE TABLE score_digests (
+		gen_key TEXT NOT NULL,
+		task TEXT NOT NULL,
+		sample_id TEXT NOT NULL,
+		setting_key TEXT NOT NULL,
+		budget INTEGER NOT NULL,
+		digest TEXT NOT NULL,
+		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget)
+	) WITHOUT ROWID;
+	` + fillScoreDigests,
 }
+
+// fillScoreDigests fills score_digests from the scores of a store that
+// had none (migration 5 on either engine).
+const fillScoreDigests = `INSERT INTO score_digests(gen_key,task,sample_id,setting_key,budget,digest)
+	SELECT gen_key, task, sample_id, setting_key, budget, ` + keyDigest + ` FROM scores
+	GROUP BY gen_key, task, sample_id, setting_key, budget;`
+
+// keyDigest is the digest of a group of one key's score rows: theirs,
+// or MixedDigest when they disagree.
+const keyDigest = `CASE WHEN MIN(digest) = MAX(digest) THEN MIN(digest) ELSE '` + MixedDigest + `' END`
 
 // maxOpenSQLite is how many connections a SQLite store opens at most
 // (parallel reads; writes take the one write lock in turn).
@@ -234,6 +257,12 @@ const workersSchema = 3
 
 // runBeatSchema is the schema version that added the runs' heartbeats.
 const runBeatSchema = 4
+
+// scoreDigestsSchema is the schema version that added score_digests.
+const scoreDigestsSchema = 5
+
+// hasScoreDigests reports whether the store's schema has score_digests.
+func (s *Store) hasScoreDigests() bool { return s.schema == 0 || s.schema >= scoreDigestsSchema }
 
 // hasRunBeats reports whether the store's schema has the runs' heartbeat
 // columns.
@@ -600,6 +629,86 @@ func putScores(ctx context.Context, tx *txn, scores []Score) error {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
+	return putKeyDigests(ctx, tx, keyDigests(scores))
+}
+
+// keyDigestRow is one key's row of score_digests.
+type keyDigestRow struct {
+	ScoreKey
+	digest string
+}
+
+// keyDigests returns the score_digests rows of scores that replace every
+// score of their keys (putScores): one a key, in the order of its first
+// score, its digest MixedDigest when its scores disagree.
+func keyDigests(scores []Score) []keyDigestRow {
+	at := map[ScoreKey]int{}
+	var out []keyDigestRow
+	for _, x := range scores {
+		k := x.Key()
+		i, ok := at[k]
+		switch {
+		case !ok:
+			at[k] = len(out)
+			out = append(out, keyDigestRow{k, x.Digest})
+		case out[i].digest != x.Digest:
+			out[i].digest = MixedDigest
+		}
+	}
+	return out
+}
+
+// putKeyDigests upserts rows of score_digests.
+func putKeyDigests(ctx context.Context, tx *txn, rows []keyDigestRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if tx.eng == postgresEngine {
+		if _, err := tx.ExecContext(ctx, pgKeyDigestsSQL, pgKeyDigestArgs(rows)...); err != nil {
+			return fmt.Errorf("store digests of %d scores: %w", len(rows), err)
+		}
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO score_digests(gen_key,task,sample_id,setting_key,budget,digest) VALUES(?,?,?,?,?,?)
+		ON CONFLICT(gen_key,task,sample_id,setting_key,budget) DO UPDATE SET digest=excluded.digest`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, r := range rows {
+		if _, err := st.ExecContext(ctx, r.GenKey, r.Task, r.SampleID, r.SettingKey, r.Budget, r.digest); err != nil {
+			return fmt.Errorf("store digest of the scores of %s/%s: %w", r.Task, r.SampleID, err)
+		}
+	}
+	return nil
+}
+
+// refreshKeyDigests sets the score_digests rows of keys from the scores
+// stored for them (after a write that merges scores with those stored:
+// Copy), deleting those of keys left with none.
+func refreshKeyDigests(ctx context.Context, tx *txn, keys map[ScoreKey]bool) error {
+	del, err := tx.PrepareContext(ctx, `DELETE FROM score_digests WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
+	if err != nil {
+		return err
+	}
+	defer del.Close()
+	put, err := tx.PrepareContext(ctx, `INSERT INTO score_digests(gen_key,task,sample_id,setting_key,budget,digest)
+		SELECT gen_key, task, sample_id, setting_key, budget, `+keyDigest+` FROM scores
+		WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?
+		GROUP BY gen_key, task, sample_id, setting_key, budget`)
+	if err != nil {
+		return err
+	}
+	defer put.Close()
+	for k := range keys {
+		args := []any{k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget}
+		if _, err := del.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("refresh the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
+		}
+		if _, err := put.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("refresh the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
+		}
+	}
 	return nil
 }
 
@@ -611,9 +720,11 @@ func (s *Store) DeleteScores(ctx context.Context, keys []ScoreKey) error {
 	}
 	return s.tx(ctx, func(tx *txn) error {
 		for _, k := range keys {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM scores WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`,
-				k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
-				return fmt.Errorf("delete scores of %s/%s: %w", k.Task, k.SampleID, err)
+			for _, table := range []string{"scores", "score_digests"} {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`,
+					k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
+					return fmt.Errorf("delete scores of %s/%s: %w", k.Task, k.SampleID, err)
+				}
 			}
 		}
 		return nil
@@ -745,6 +856,13 @@ func (s *Store) ScoreDigests(ctx context.Context, fingerprint string, genKeys []
 	want := make(map[string]bool, len(genKeys))
 	for _, k := range genKeys {
 		want[k] = true
+	}
+	if s.hasScoreDigests() {
+		out, err := s.keyDigests(ctx, fingerprint, genKeys, want)
+		if err != nil {
+			return nil, fmt.Errorf("read scores: %w", err)
+		}
+		return out, nil
 	}
 	if fingerprint != "" && len(genKeys) > scanThreshold {
 		out, err := s.scanScoreDigests(ctx, fingerprint, want)

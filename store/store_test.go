@@ -227,3 +227,56 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 		}
 	}
 }
+
+// BenchmarkPutScores measures committed score rows per second as a run
+// writes them: batches of 256 generations with the scores of 3 settings
+// and 4 metrics each, first written (write), then replaced as a rescore
+// replaces stale ones (rewrite).
+func BenchmarkPutScores(b *testing.B) {
+	ctx := context.Background()
+	batch := func(i int) ([]Generation, []Score) {
+		const n = 256
+		var gens []Generation
+		var scores []Score
+		for j := range n {
+			g := gen(i*n + j)
+			gens = append(gens, g)
+			for _, set := range []string{".", "\n", ""} {
+				for _, m := range []string{"drop.em", "drop.f1", "drop-fixed.em", "drop-fixed.f1"} {
+					scores = append(scores, Score{GenKey: g.Key, Task: g.Task, SampleID: g.SampleID, Setting: "s", SettingKey: set, Budget: 8,
+						Metric: m, Value: 1, Prediction: "12.5", Digest: fmt.Sprintf("%064d", i)})
+				}
+			}
+		}
+		return gens, scores
+	}
+	for _, mode := range []string{"write", "rewrite"} {
+		b.Run(mode, func(b *testing.B) {
+			s := openTemp(b)
+			if mode == "rewrite" {
+				for i := range b.N {
+					gens, scores := batch(i)
+					if err := s.PutGenerations(ctx, gens, scores); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ResetTimer()
+			rows := 0
+			for i := range b.N {
+				gens, scores := batch(i)
+				var err error
+				if mode == "write" {
+					err = s.PutGenerations(ctx, gens, scores)
+				} else {
+					err = s.PutScores(ctx, scores)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += len(scores)
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "scores/s")
+		})
+	}
+}
