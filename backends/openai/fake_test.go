@@ -22,6 +22,12 @@ type fakeServer struct {
 	models []map[string]any
 	// ctxLen makes prompts longer than this many bytes a 400 overflow.
 	ctxLen int
+	// refusal, when set, answers a request whose prompt (one token a byte)
+	// plus max_tokens does not fit ctxLen as that server does (see
+	// fakeRefusals) instead of the generic 400.
+	refusal string
+	// tokenizes counts the POST /tokenize requests.
+	tokenizes int
 
 	mu       sync.Mutex
 	reqs     []fakeRequest // every generation request, in arrival order
@@ -112,6 +118,20 @@ func newFakeServer(t *testing.T) *fakeServer {
 		defer f.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": f.models})
 	})
+	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+		// vLLM's: {"count", "max_model_len", "tokens"}, at the root.
+		var req fakeRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		req.Path = "/v1/completions"
+		if req.Messages != nil {
+			req.Path = "/v1/chat/completions"
+		}
+		f.mu.Lock()
+		f.tokenizes++
+		f.mu.Unlock()
+		n := len(fakeContext(req))
+		json.NewEncoder(w).Encode(map[string]any{"count": n, "max_model_len": f.ctxLen, "tokens": make([]int, n)})
+	})
 	mux.HandleFunc("POST /v1/completions", f.generate)
 	mux.HandleFunc("POST /v1/chat/completions", f.generate)
 	f.srv = httptest.NewServer(mux)
@@ -149,13 +169,22 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	text := fakeContext(req)
-	if f.ctxLen > 0 && len(text)+req.MaxTokens > f.ctxLen {
+	if f.refusal != "" {
+		if fakeRefusals[f.refusal](w, len(text), req.MaxTokens, f.ctxLen) {
+			return
+		}
+	} else if f.ctxLen > 0 && len(text)+req.MaxTokens > f.ctxLen {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"object":"error","message":"This model's maximum context length is %d tokens. However, you requested %d tokens.","type":"BadRequestError","code":400}`,
 			f.ctxLen, len(text)+req.MaxTokens)
 		return
 	}
-	pieces, reason := fakeGenerate(text, req.MaxTokens, req.Stop)
+	maxTokens := req.MaxTokens
+	if f.refusal == "llamacpp" {
+		// llama.cpp's server stops where its context ends.
+		maxTokens = min(maxTokens, f.ctxLen-len(text))
+	}
+	pieces, reason := fakeGenerate(text, maxTokens, req.Stop)
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
 	send := func(v any) {
@@ -193,4 +222,98 @@ func (f *fakeServer) requests() []fakeRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]fakeRequest(nil), f.reqs...)
+}
+
+// fakeRefusals answer, as each server does, a request of prompt tokens
+// and max_tokens budget that does not fit a context of ctx tokens: status,
+// JSON shape and message as the server's source writes them (see
+// refusal.go for the files and versions). They report whether they
+// answered; a request that fits is left to the model.
+var fakeRefusals = map[string]func(w http.ResponseWriter, prompt, budget, ctx int) bool{
+	// vLLM v0.9: refused before streaming, the error at the top level.
+	"vllm-0.9": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		if prompt+budget <= ctx {
+			return false
+		}
+		msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			ctx, prompt+budget, prompt, budget)
+		fakeJSON(w, 400, map[string]any{"object": "error", "message": msg, "type": "BadRequestError", "param": nil, "code": 400})
+		return true
+	},
+	// vLLM v0.11: {"error": {...}}, the prompt checked alone first.
+	"vllm-0.11": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		var msg, param string
+		switch {
+		case prompt >= ctx:
+			msg = fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=%d)", ctx, prompt, prompt)
+			param = "input_tokens"
+		case prompt+budget > ctx:
+			msg = fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d). (parameter=max_tokens, value=%d)",
+				budget, ctx, prompt, budget, ctx, prompt, budget)
+			param = "max_tokens"
+		default:
+			return false
+		}
+		fakeJSON(w, 400, map[string]any{"error": map[string]any{"message": msg, "type": "BadRequestError", "param": param, "code": 400}})
+		return true
+	},
+	// vLLM v0.12+ (renderer): the prompt is cut at the room plus one token
+	// before it is counted, so the message gives a bound, not its length;
+	// the prompt's length comes from /tokenize.
+	"vllm-renderer": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		if prompt+budget <= ctx {
+			return false
+		}
+		counted := min(prompt, ctx-budget+1)
+		msg := fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
+			ctx, budget, counted, counted+budget, counted)
+		fakeJSON(w, 400, map[string]any{"error": map[string]any{"message": msg, "type": "BadRequestError", "param": "input_tokens", "code": 400}})
+		return true
+	},
+	// SGLang (HTTP 400 before the stream, as its current serving code
+	// does): input + max_new_tokens must stay below the context.
+	"sglang": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		msg, ok := sglangRefusal(prompt, budget, ctx)
+		if ok {
+			fakeJSON(w, 400, map[string]any{"object": "error", "message": msg, "type": "BadRequestError", "param": nil, "code": 400})
+		}
+		return ok
+	},
+	// SGLang before v0.4.7: the refusal arrives inside a 200 stream.
+	"sglang-stream": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		msg, ok := sglangRefusal(prompt, budget, ctx)
+		if ok {
+			w.Header().Set("Content-Type", "text/event-stream")
+			data, _ := json.Marshal(map[string]any{"error": map[string]any{"object": "error", "message": msg, "type": "BadRequestError", "param": nil, "code": 400}})
+			fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", data)
+		}
+		return ok
+	},
+	// llama.cpp's server refuses only a prompt that fills its context, with
+	// the counts beside the message.
+	"llamacpp": func(w http.ResponseWriter, prompt, budget, ctx int) bool {
+		if prompt < ctx {
+			return false
+		}
+		msg := fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", prompt, ctx)
+		fakeJSON(w, 400, map[string]any{"error": map[string]any{"code": 400, "message": msg, "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": ctx}})
+		return true
+	},
+}
+
+func sglangRefusal(prompt, budget, ctx int) (string, bool) {
+	switch {
+	case prompt >= ctx:
+		return fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", prompt, ctx), true
+	case prompt+budget >= ctx:
+		return fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.",
+			ctx, prompt+budget, prompt, budget), true
+	}
+	return "", false
+}
+
+func fakeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
 }

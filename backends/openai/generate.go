@@ -67,8 +67,15 @@ func (a *attempt) Done(r backends.Request, earlier, gen int) backends.Event {
 	} else if a.usage != nil {
 		ev.PromptTokens = max(a.usage.PromptTokens-earlier, 0)
 	}
-	switch a.finish {
-	case "length":
+	switch {
+	case a.finish == "length" && a.usage != nil && a.usage.CompletionTokens > 0 && ev.GenTokens < r.MaxTokens:
+		// The server stopped short of the budget: it ran out of context.
+		// llama.cpp's server does so (tools/server/server.cpp,
+		// process_token: "if context shifting is disabled, make sure that
+		// we don't run out of context", STOP_TYPE_LIMIT, reported as
+		// "length") rather than refuse the budget.
+		ev.Finish = backends.FinishContextFull
+	case a.finish == "length":
 		ev.Finish = backends.FinishLength
 	default:
 		// "stop": an EOS token or a stop sequence (servers strip the stop
@@ -78,8 +85,37 @@ func (a *attempt) Done(r backends.Request, earlier, gen int) backends.Event {
 	return ev
 }
 
-// one runs a request to its Done event (unless ctx ends).
+// one runs a request to its Done event (unless ctx ends). A server that
+// refuses the budget because the prompt plus max_tokens exceeds the
+// context, where the prompt itself fits, is asked once more with the budget
+// capped at the room the prompt leaves (see budgetRoom); a generation that
+// spends the capped budget ends with Finish "context-full", as in the
+// native and ollama backends.
 func (b *Backend) one(ctx context.Context, r backends.Request, sink backends.Sink) {
+	var room int
+	refused := false
+	b.run(ctx, r, func(ev backends.Event) bool {
+		if ev.Done && ev.Finish == backends.FinishContext && ev.GenTokens == 0 {
+			if room, refused = b.budgetRoom(ctx, r, ev.Err); refused {
+				return false // asked again below
+			}
+		}
+		return sink(ev)
+	})
+	if !refused || ctx.Err() != nil {
+		return
+	}
+	r.MaxTokens = room
+	b.run(ctx, r, func(ev backends.Event) bool {
+		if ev.Done && ev.Finish == backends.FinishLength {
+			ev.Finish = backends.FinishContextFull
+		}
+		return sink(ev)
+	})
+}
+
+// run drives one request through resume.Run.
+func (b *Backend) run(ctx context.Context, r backends.Request, sink backends.Sink) {
 	c := resume.Config{
 		Name: "openai", MaxTries: b.opts.MaxTries, NoDone: errNoDone,
 		// The back-off, or the server's Retry-After when it asked for
@@ -227,8 +263,11 @@ func (b *Backend) line(line []byte, a *attempt, onPiece func(string) error) erro
 		return fmt.Errorf("bad stream event %.200q: %w", b.redact(string(data)), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		code, msg := errorFields(append(append([]byte(`{"error":`), c.Error...), '}'), string(c.Error))
-		return classify(&HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)})
+		body := append(append([]byte(`{"error":`), c.Error...), '}')
+		code, msg := errorFields(body, string(c.Error))
+		he := &HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)}
+		he.NPromptTokens, he.NCtx = contextFields(body)
+		return classify(he)
 	}
 	if c.Usage != nil {
 		a.usage = c.Usage

@@ -30,8 +30,11 @@
 // Retry-After, when longer). A stream that breaks after some text was
 // streamed is replayed from the start with the pieces that reproduce the
 // streamed text held back, as the ollama backend does; should the replay
-// diverge, the request continues after the streamed text. A context
-// overflow reported by the server ends the request with finish "context";
+// diverge, the request continues after the streamed text. A server that
+// refuses a budget past the context's room after a prompt that fits is
+// asked once more with the budget capped to that room, and a generation
+// that spends it ends with finish "context-full" (refusal.go); a prompt
+// that does not fit the context ends the request with finish "context";
 // other 4xx answers end it with "error". No failure ends the run.
 //
 // The API key is read from OPENAI_API_KEY (or Options.APIKey) and only ever
@@ -343,6 +346,10 @@ type HTTPError struct {
 	Message string
 	// RetryAfter is the delay the server asked for (429, 503), or 0.
 	RetryAfter time.Duration
+	// NPromptTokens and NCtx are the prompt's tokens and the context
+	// length that llama.cpp's server sends beside the message of a context
+	// refusal (0 otherwise).
+	NPromptTokens, NCtx int
 }
 
 // Error formats the status code and the server's message.
@@ -359,6 +366,7 @@ func (b *Backend) readError(resp *http.Response) *HTTPError {
 	e := &HTTPError{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(body))}
 	e.Code, e.Message = errorFields(body, e.Message)
 	e.Message = b.redact(e.Message)
+	e.NPromptTokens, e.NCtx = contextFields(body)
 	return e
 }
 
@@ -399,16 +407,18 @@ func errorFields(body []byte, fallback string) (code, msg string) {
 
 // isContextOverflow tells whether an error from the server says the prompt
 // (plus max_tokens) does not fit the context: OpenAI's and vLLM's
-// "context_length_exceeded" / "maximum context length", llama.cpp's
-// "exceed_context_size_error" / "exceeds the available context size", TGI's
-// "must have less than N tokens".
+// "context_length_exceeded" / "maximum context length" / "maximum model
+// length" / "context length is only", SGLang's "longer than the model's
+// context length", llama.cpp's "exceed_context_size_error" / "exceeds the
+// available context size", TGI's "must have less than N tokens".
 func isContextOverflow(code, msg string) bool {
 	if code == "context_length_exceeded" || code == "exceed_context_size_error" {
 		return true
 	}
 	m := strings.ToLower(msg)
 	for _, s := range []string{"maximum context length", "context length exceeded", "exceeds the available context size",
-		"context window", "input validation error: `inputs` tokens + `max_new_tokens`", "prompt is too long"} {
+		"context window", "input validation error: `inputs` tokens + `max_new_tokens`", "prompt is too long",
+		"than the maximum model length", "than the model's context length", "context length is only"} {
 		if strings.Contains(m, s) {
 			return true
 		}

@@ -161,7 +161,7 @@ func TestGenerateFaults(t *testing.T) {
 				}
 			}},
 		{name: "context overflow", wantFinal: backends.FinishContext,
-			setup: func(f *fakeServer) { f.ctxLen = 10 },
+			setup: func(f *fakeServer) { f.ctxLen = 4 }, // every prompt is longer
 			check: func(t *testing.T, _ *fakeServer, _ []string, done []backends.Event) {
 				if !errors.Is(done[0].Err, backends.ErrContextOverflow) {
 					t.Errorf("error %v", done[0].Err)
