@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"runtime"
 	"sort"
 	"strconv"
@@ -213,7 +212,7 @@ func classify(it *Item, digests *store.Digests) {
 			switch {
 			case !ok:
 				it.Statuses[k] = Continue
-			case scored && d == dg.Digest(set, budget, pred):
+			case scored && dg.Matches(d, set, budget, pred):
 				it.Statuses[k] = Complete
 			default:
 				it.Statuses[k], it.Stale[k] = Answerable, scored
@@ -505,41 +504,57 @@ func ScoreDigest(j *Job, s *datasets.Sample, set StopSetting, budget int, pred s
 }
 
 // ScoreDigester computes the ScoreDigests of one sample: the part of the
-// digest its job and sample make (spec, references, metadata) is hashed
-// once, then each setting's is added to a copy. A checker of many
-// settings of one sample makes one.
-type ScoreDigester struct{ h hash.Hash }
+// digest its job and sample make (spec, references, metadata) is encoded
+// once, then each setting's is added to it. A checker of many settings of
+// one sample makes one.
+type ScoreDigester struct{ prefix []byte }
 
-// NewScoreDigester hashes the part of a sample's score digests that its
+// NewScoreDigester encodes the part of a sample's score digests that its
 // job (Spec) and the sample (References, Metadata) make.
 func NewScoreDigester(j *Job, s *datasets.Sample) ScoreDigester {
-	h := sha256.New()
 	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
+	var b []byte
 	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta)} {
-		writePart(h, part)
+		b = appendPart(b, part)
 	}
-	return ScoreDigester{h}
+	return ScoreDigester{b}
 }
 
-// writePart writes one part of a digest: its length in decimal, a colon,
-// and the part.
-func writePart(h hash.Hash, part string) {
-	var buf [24]byte
-	h.Write(append(strconv.AppendInt(buf[:0], int64(len(part)), 10), ':'))
-	h.Write([]byte(part))
+// appendPart appends one part of a digest's input: its length in decimal,
+// a colon, and the part.
+func appendPart[T string | []byte](b []byte, part T) []byte {
+	b = append(strconv.AppendInt(b, int64(len(part)), 10), ':')
+	return append(b, part...)
+}
+
+// sum is the SHA-256 of the sample's digest input under set, budget and
+// pred, made on the stack where it fits (no allocation but set's key).
+func (d ScoreDigester) sum(set StopSetting, budget int, pred string) [sha256.Size]byte {
+	var stack [1024]byte
+	var num [20]byte
+	b := append(stack[:0], d.prefix...)
+	b = appendPart(b, set.Key())
+	b = appendPart(b, strconv.AppendInt(num[:0], int64(budget), 10))
+	return sha256.Sum256(appendPart(b, pred))
 }
 
 // Digest is ScoreDigest of the sample under set, budget and pred.
 func (d ScoreDigester) Digest(set StopSetting, budget int, pred string) string {
-	c, err := d.h.(hash.Cloner).Clone()
-	if err != nil {
-		panic(err) // sha256 digests clone
+	sum := d.sum(set, budget, pred)
+	return hex.EncodeToString(sum[:])
+}
+
+// Matches reports whether digest is the sample's Digest under set, budget
+// and pred (what a check of millions of stored scores asks, without
+// making the digest's text).
+func (d ScoreDigester) Matches(digest string, set StopSetting, budget int, pred string) bool {
+	if len(digest) != 2*sha256.Size {
+		return false
 	}
-	h := c.(hash.Hash)
-	for _, part := range []string{set.Key(), strconv.Itoa(budget), pred} {
-		writePart(h, part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := d.sum(set, budget, pred)
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:]) == digest
 }
 
 // Work returns the items that need model work, longest prompt first (so the

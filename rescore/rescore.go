@@ -132,7 +132,7 @@ func (c *Checker) Fix(e store.Entry) (_ store.Entry, ok bool, err error) {
 			set.Seqs = strings.Split(e.SettingKey, "\x00")
 		}
 		c.lastChecked = true
-		if dg.Digest(set, e.Budget, e.Prediction) == e.Digest {
+		if dg.Matches(e.Digest, set, e.Budget, e.Prediction) {
 			return e, true, nil // current: keep stored values
 		}
 		c.recomputed++
