@@ -48,15 +48,20 @@ func Answers(doc json.RawMessage) ([][]string, error) {
 // are given (as their JSON): what a loader that has read them calls,
 // without writing the record again.
 func AnswersOf(answer, validated json.RawMessage) ([][]string, error) {
-	candidates := []json.RawMessage{answer}
 	more, err := flattenValidated(validated)
 	if err != nil {
 		return nil, fmt.Errorf("reading DROP validated_answers: %w", err)
 	}
-	candidates = append(candidates, more...)
+	candidates := append([]candidate{{raw: answer}}, more...)
 	var out [][]string
 	for k, c := range candidates {
-		a, err := parseAnswer(c)
+		obj := c.obj
+		if obj == nil {
+			if err := json.Unmarshal(c.raw, &obj); err != nil {
+				return nil, fmt.Errorf("parsing DROP answer %d: %w", k, err)
+			}
+		}
+		a, err := parseAnswer(obj)
 		if err != nil {
 			return nil, fmt.Errorf("parsing DROP answer %d: %w", k, err)
 		}
@@ -74,16 +79,28 @@ func AnswersOf(answer, validated json.RawMessage) ([][]string, error) {
 	return out, nil
 }
 
+// candidate is one answer object of a record: its JSON (raw), or, for an
+// entry of validated answers in the column form, its members (obj).
+type candidate struct {
+	raw json.RawMessage
+	obj map[string]json.RawMessage
+}
+
 // flattenValidated is _flatten_validated_answers: the column form becomes
-// one answer object per entry of "number"; the list form is taken as is.
-func flattenValidated(raw json.RawMessage) ([]json.RawMessage, error) {
+// one answer object per entry of "number" (its members taken from each
+// column); the list form is taken as is.
+func flattenValidated(raw json.RawMessage) ([]candidate, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '[' {
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return nil, err
 		}
-		return list, nil
+		out := make([]candidate, len(list))
+		for i, c := range list {
+			out[i].raw = c
+		}
+		return out, nil
 	}
 	var cols struct {
 		Number *[]json.RawMessage `json:"number"`
@@ -106,27 +123,19 @@ func flattenValidated(raw json.RawMessage) ([]json.RawMessage, error) {
 	if cols.Spans == nil || len(*cols.Spans) < n {
 		return nil, errors.New("\"spans\" column shorter than \"number\"")
 	}
-	out := make([]json.RawMessage, n)
+	out := make([]candidate, n)
 	for i := range n {
-		obj, err := json.Marshal(map[string]json.RawMessage{
+		out[i].obj = map[string]json.RawMessage{
 			"number": (*cols.Number)[i],
 			"date":   (*cols.Date)[i],
 			"spans":  (*cols.Spans)[i],
-		})
-		if err != nil {
-			return nil, err
 		}
-		out[i] = obj
 	}
 	return out, nil
 }
 
-// parseAnswer is parse_answer.
-func parseAnswer(raw json.RawMessage) ([]string, error) {
-	var a map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, err
-	}
+// parseAnswer is parse_answer, of an answer object's members.
+func parseAnswer(a map[string]json.RawMessage) ([]string, error) {
 	num, ok := a["number"]
 	if !ok {
 		return nil, errors.New("no \"number\" key")

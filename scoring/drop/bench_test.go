@@ -1,6 +1,9 @@
 package drop
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // benchScore scores every vector of scores.jsonl per iteration and reports
 // samples/s.
@@ -29,4 +32,17 @@ func BenchmarkNormalize(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(vs))/b.Elapsed().Seconds(), "texts/s")
+}
+
+// BenchmarkAnswersOf reads the gold answers of a Hugging Face row whose
+// validated answers are in the column form (three of them).
+func BenchmarkAnswersOf(b *testing.B) {
+	answer := json.RawMessage(`{"number":"","date":{"day":"","month":"","year":""},"spans":["Tom","Ann"]}`)
+	validated := json.RawMessage(`{"number":["","","12"],"date":[{"day":"","month":"","year":""},{"day":"","month":"","year":""},{"day":"","month":"","year":""}],"spans":[["Tom","Ann"],["Ann"],[]]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := AnswersOf(answer, validated); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
