@@ -263,10 +263,8 @@ func (b *Backend) line(line []byte, a *attempt, onPiece func(string) error) erro
 		return fmt.Errorf("bad stream event %.200q: %w", b.redact(string(data)), err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		body := append(append([]byte(`{"error":`), c.Error...), '}')
-		code, msg := errorFields(body, string(c.Error))
-		he := &HTTPError{StatusCode: http.StatusOK, Code: code, Message: b.redact(msg)}
-		he.NPromptTokens, he.NCtx = contextFields(body)
+		he := parseError(http.StatusOK, append(append([]byte(`{"error":`), c.Error...), '}'), string(c.Error))
+		he.Message = b.redact(he.Message)
 		return classify(he)
 	}
 	if c.Usage != nil {

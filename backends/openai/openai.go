@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -363,10 +364,8 @@ func (e *HTTPError) Error() string {
 // sent: the message is redacted (the backend's key, Authorization values).
 func (b *Backend) readError(resp *http.Response) *HTTPError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &HTTPError{StatusCode: resp.StatusCode, Message: strings.TrimSpace(string(body))}
-	e.Code, e.Message = errorFields(body, e.Message)
+	e := parseError(resp.StatusCode, body, strings.TrimSpace(string(body)))
 	e.Message = b.redact(e.Message)
-	e.NPromptTokens, e.NCtx = contextFields(body)
 	return e
 }
 
@@ -374,35 +373,56 @@ func (b *Backend) readError(resp *http.Response) *HTTPError {
 // recognises, from text the server sent.
 func (b *Backend) redact(s string) string { return redact.String(s, b.key) }
 
-// errorFields reads the code and message of an error body in either shape.
-func errorFields(body []byte, fallback string) (code, msg string) {
+// parseError reads an error answer's body in either shape (see
+// readError): its code and message (fallback when it names none), and the
+// prompt's tokens and the context length that llama.cpp's server puts
+// beside the message of an exceed_context_size_error
+// (tools/server/server-task.cpp, server_task_result_error::to_json). The
+// message is as the server sent it: not redacted.
+func parseError(status int, body []byte, fallback string) *HTTPError {
+	e := &HTTPError{StatusCode: status, Message: fallback}
 	var env struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
 	}
 	if json.Unmarshal(body, &env) != nil {
-		return "", fallback
+		return e
 	}
 	var s string
 	if json.Unmarshal(env.Error, &s) == nil && s != "" {
-		return "", s
+		e.Message = s
+		return e
 	}
 	var obj struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
+		Message       string `json:"message"`
+		Type          string `json:"type"`
+		Code          any    `json:"code"`
+		NPromptTokens any    `json:"n_prompt_tokens"`
+		NCtx          any    `json:"n_ctx"`
 	}
-	if json.Unmarshal(env.Error, &obj) == nil && obj.Message != "" {
-		code = obj.Type
-		if c, ok := obj.Code.(string); ok && c != "" {
-			code = c
+	if json.Unmarshal(env.Error, &obj) == nil {
+		e.NPromptTokens, e.NCtx = count(obj.NPromptTokens), count(obj.NCtx)
+		if obj.Message != "" {
+			e.Code, e.Message = obj.Type, obj.Message
+			if c, ok := obj.Code.(string); ok && c != "" {
+				e.Code = c
+			}
+			return e
 		}
-		return code, obj.Message
 	}
 	if env.Message != "" {
-		return "", env.Message
+		e.Message = env.Message
 	}
-	return "", fallback
+	return e
+}
+
+// count is a JSON count decoded into an any: a whole number, else 0.
+func count(v any) int {
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || f < 0 || f > 1<<40 {
+		return 0
+	}
+	return int(f)
 }
 
 // isContextOverflow tells whether an error from the server says the prompt

@@ -426,12 +426,12 @@ func TestIsContextOverflow(t *testing.T) {
 	}
 }
 
-func FuzzErrorFields(f *testing.F) {
+func FuzzParseError(f *testing.F) {
 	for _, s := range []string{`{"error":"x"}`, `{"error":{"message":"m","type":"t","code":"c"}}`, `{"message":"m"}`, `nope`, `{"error":null}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		errorFields(body, "fallback")
+		parseError(400, body, "fallback")
 	})
 }
 

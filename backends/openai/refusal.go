@@ -72,7 +72,7 @@ var refusalPatterns = []struct {
 	// llama.cpp's server, tools/server/server-context.cpp (b6000+): "request
 	// (%d tokens) exceeds the available context size (%d tokens), try
 	// increasing it" (the prompt alone; the same numbers are the error's
-	// n_prompt_tokens and n_ctx, read by contextFields).
+	// n_prompt_tokens and n_ctx, read by parseError).
 	{re: regexp.MustCompile(`request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)`), ctx: 2, prompt: 1},
 }
 
@@ -110,22 +110,6 @@ func (he *HTTPError) room() (room, ctxLen int, ok bool) {
 // contextRe reads the context length from messages that give no prompt
 // length (vLLM's renderer checks).
 var contextRe = regexp.MustCompile(`(?:maximum context length is|context length is only) (\d+) tokens`)
-
-// contextFields reads llama.cpp's n_prompt_tokens and n_ctx, which its
-// server (tools/server/server-task.cpp, server_task_result_error::to_json)
-// puts beside the message of an exceed_context_size_error.
-func contextFields(body []byte) (nPrompt, nCtx int) {
-	var env struct {
-		Error struct {
-			NPromptTokens int `json:"n_prompt_tokens"`
-			NCtx          int `json:"n_ctx"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &env) != nil {
-		return 0, 0
-	}
-	return env.Error.NPromptTokens, env.Error.NCtx
-}
 
 // budgetRoom is the number of new tokens to ask for instead of r.MaxTokens
 // after err, a context refusal of request r: ok when the prompt fits and
