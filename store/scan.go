@@ -26,24 +26,18 @@ func (s *Store) keyDigests(ctx context.Context, fingerprint string, genKeys []st
 	sep := s.fieldSep()
 	cols := `SELECT concat_ws(?, d.gen_key, d.task, d.sample_id, d.setting_key, d.budget, d.digest) FROM score_digests d`
 	if fingerprint != "" && len(genKeys) > scanThreshold {
-		var total int
-		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations`).Scan(&total); err != nil {
+		through, err := s.throughGenerations(ctx, len(want))
+		if err != nil {
 			return nil, err
 		}
-		if 3*len(want) < total {
+		if through {
 			return s.digestRows(ctx, want, cols+` JOIN generations g ON g.key = d.gen_key WHERE g.fingerprint=?`, sep, fingerprint)
 		}
 		return s.digestRows(ctx, want, cols, sep)
 	}
 	out := newDigests()
-	const chunk = 500
-	for i := 0; i < len(genKeys); i += chunk {
-		part := genKeys[i:min(i+chunk, len(genKeys))]
-		q, args := cols+` WHERE d.gen_key IN (`+placeholders(len(part))+`)`, append([]any{sep}, anys(part)...)
-		if s.db.eng == postgresEngine {
-			q, args = cols+` WHERE d.gen_key IN (SELECT unnest(?::text[]))`, []any{sep, part}
-		}
-		got, err := s.digestRows(ctx, want, q, args...)
+	for in, args := range s.keyChunks(cols+` WHERE d.gen_key`, genKeys) {
+		got, err := s.digestRows(ctx, want, in, append([]any{sep}, args...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -52,26 +46,37 @@ func (s *Store) keyDigests(ctx context.Context, fingerprint string, genKeys []st
 	return out, nil
 }
 
-// scanScoreDigests is ScoreDigests by one scan of a model's scores, or
-// of all scores (keeping the keys wanted) when the keys are a third of
-// the store's generations or more: reading every score in storage order
-// costs less than half of finding a model's through its generations (a
-// lookup in two indexes a row). Every score is read in ranges, one a
-// core (inRanges).
-func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want map[string]bool) (*Digests, error) {
-	sep := s.fieldSep()
+// throughGenerations reports whether a scan for n keys of one model reads
+// the model's rows through its generations (the keys are under a third of
+// the store's generations) rather than every row, keeping the keys
+// wanted: reading every row in storage order costs less than half of
+// finding a model's through its generations (a lookup in two indexes a
+// row).
+func (s *Store) throughGenerations(ctx context.Context, n int) (bool, error) {
 	var total int
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM generations`).Scan(&total); err != nil {
+		return false, err
+	}
+	return 3*n < total, nil
+}
+
+// scanScoreDigests is ScoreDigests by one scan of a model's scores, or
+// of all scores (throughGenerations). Every score is read in ranges, one
+// a core (inRanges).
+func (s *Store) scanScoreDigests(ctx context.Context, fingerprint string, want map[string]bool) (*Digests, error) {
+	sep := s.fieldSep()
+	through, err := s.throughGenerations(ctx, len(want))
+	if err != nil {
 		return nil, err
 	}
-	if 3*len(want) < total {
+	if through {
 		return s.digestRows(ctx, want, `SELECT concat_ws(?, s.gen_key, s.task, s.sample_id, s.setting_key, s.budget, s.digest)
 			FROM scores s JOIN generations g ON g.key = s.gen_key WHERE g.fingerprint=?`, sep, fingerprint)
 	}
 	all := `SELECT concat_ws(?, gen_key, task, sample_id, setting_key, budget, digest) FROM scores`
 	var out *Digests
 	var mu sync.Mutex
-	err := s.inRanges(ctx, "scores", func(ctx context.Context, cond string, args ...any) error {
+	err = s.inRanges(ctx, "scores", func(ctx context.Context, cond string, args ...any) error {
 		part, err := s.digestRows(ctx, want, all+" WHERE "+cond, append([]any{sep}, args...)...)
 		if err != nil {
 			return err
@@ -195,11 +200,9 @@ func (s *Store) ScoreStatesFor(ctx context.Context, genKeys []string) ([]Score, 
 	var out []Score
 	sep := s.fieldSep()
 	intern := make(interner).of
-	const chunk = 500
-	for i := 0; i < len(genKeys); i += chunk {
-		part := genKeys[i:min(i+chunk, len(genKeys))]
-		rows, err := s.db.QueryContext(ctx, `SELECT concat_ws(?, gen_key, task, sample_id, setting_key, budget, metric, digest), value
-			FROM scores WHERE gen_key IN (`+placeholders(len(part))+`)`, append([]any{sep}, anys(part)...)...)
+	for in, args := range s.keyChunks(`SELECT concat_ws(?, gen_key, task, sample_id, setting_key, budget, metric, digest), value
+			FROM scores WHERE gen_key`, genKeys) {
+		rows, err := s.db.QueryContext(ctx, in, append([]any{sep}, args...)...)
 		if err != nil {
 			return nil, fmt.Errorf("read scores: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"strings"
@@ -757,19 +758,8 @@ func (s *Store) eachKeyed(ctx context.Context, fingerprint string, keys []string
 		}
 		return rows.Err()
 	}
-	chunk := 500
-	if s.db.eng == postgresEngine {
-		// One statement text for any number of keys (a prepared
-		// statement reused, not one per length of an IN list).
-		chunk = max(len(keys), 1)
-	}
-	for i := 0; i < len(keys); i += chunk {
-		part := keys[i:min(i+chunk, len(keys))]
-		q, args := "SELECT "+cols+" "+in+" IN ("+placeholders(len(part))+")", anys(part)
-		if s.db.eng == postgresEngine {
-			q, args = "SELECT "+cols+" "+in+" IN (SELECT unnest(?::text[]))", []any{part}
-		}
-		rows, err := s.db.QueryContext(ctx, q, args...)
+	for in, args := range s.keyChunks(in, keys) {
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" "+in, args...)
 		if err != nil {
 			return err
 		}
@@ -787,6 +777,29 @@ func (s *Store) eachKeyed(ctx context.Context, fingerprint string, keys []string
 		}
 	}
 	return nil
+}
+
+// keyChunks splits keys into the parts a lookup by key reads at once, each
+// as the condition `in IN (…)` naming its keys (in: a query's text up to a
+// key column) and that condition's arguments: 500 keys a part on SQLite,
+// all of them on PostgreSQL (one statement text for any number of keys: a
+// prepared statement reused, not one per length of an IN list).
+func (s *Store) keyChunks(in string, keys []string) iter.Seq2[string, []any] {
+	return func(yield func(string, []any) bool) {
+		if s.db.eng == postgresEngine {
+			if len(keys) > 0 {
+				yield(in+" IN (SELECT unnest(?::text[]))", []any{keys})
+			}
+			return
+		}
+		const chunk = 500
+		for i := 0; i < len(keys); i += chunk {
+			part := keys[i:min(i+chunk, len(keys))]
+			if !yield(in+" IN ("+placeholders(len(part))+")", anys(part)) {
+				return
+			}
+		}
+	}
 }
 
 // Generations returns the stored generations with the given keys, by key.
