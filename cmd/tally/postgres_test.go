@@ -288,13 +288,12 @@ func TestLsAndPlanShowWorkers(t *testing.T) {
 // TestPostgresRestart: the PostgreSQL server restarted in the middle of a
 // run; the workers wait for it with back-off and finish with the scores of
 // an uninterrupted run. (The default lease, so that a short outage does
-// not let one worker take over another's claims.)
+// not let one worker take over another's claims.) The server is a cluster
+// of the test's own: restarting the shared one would cut the connections
+// of other packages' tests running beside it.
 func TestPostgresRestart(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	ctl := os.Getenv("TALLY_PG_CTL")
-	if ctl == "" {
-		t.Skip("TALLY_PG_CTL not set: scripts/postgres-server.sh prints it")
-	}
+	srv := pgtest.NewServer(t)
+	dsn := srv.NewDatabase(t)
 	work := []string{"demo", "--max-tokens", "400", "--concurrency", "1", "--stop", "never=@@@@", "--json"}
 	ref, _ := runTally(t, built, append(work, "--store", filepath.Join(t.TempDir(), "ref.db"))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -320,21 +319,7 @@ func TestPostgresRestart(t *testing.T) {
 	} else {
 		t.Logf("restarting the server with the store at %v", n)
 	}
-	f := strings.Fields(ctl)
-	// The restarted server inherits pg_ctl's output: a file, not a pipe,
-	// so that waiting for pg_ctl does not wait for the server to exit.
-	logPath := filepath.Join(t.TempDir(), "restart.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	restart := exec.Command(f[0], append(f[1:], "-m", "fast", "restart")...)
-	restart.Stdout, restart.Stderr = logFile, logFile
-	if err := restart.Run(); err != nil {
-		out, _ := os.ReadFile(logPath)
-		t.Fatalf("restart: %v\n%s", err, out)
-	}
+	srv.Restart(t)
 	for range 2 {
 		r := <-done
 		if r.code != nil {

@@ -73,6 +73,15 @@ func (s *Server) Start(tb testing.TB) {
 	}
 }
 
+// Restart restarts the server (pg_ctl -m fast restart: connections cut,
+// then a checkpoint), as an administrator's restart would.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if out, err := s.pgctl("-m", "fast", "-l", filepath.Join(s.dir, "server.log"), "restart"); err != nil {
+		tb.Fatalf("restart the test's PostgreSQL server: %v\n%s", err, out)
+	}
+}
+
 // pgctl runs pg_ctl on the cluster. Its output goes to a file, not a
 // pipe: a server it starts inherits it and would hold a pipe open.
 func (s *Server) pgctl(args ...string) (string, error) {
