@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/template"
 
 	"gopkg.in/yaml.v3"
 
@@ -299,7 +298,7 @@ func (c *Config) validate() error {
 		}
 	}
 	for _, t := range []string{c.ID, c.Prompt, c.Target, c.ShareKey} {
-		if _, err := template.New("").Option("missingkey=error").Parse(t); err != nil {
+		if _, err := parseRowTemplate("", t); err != nil {
 			return fmt.Errorf("template %q: %w", t, err)
 		}
 	}
@@ -396,19 +395,17 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	if len(rows) == 0 {
 		return Loaded{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
 	}
-	tmpl := func(name, t string) (*template.Template, error) {
-		return template.New(name).Option("missingkey=error").Parse(t)
+	tmpl := func(name, t string) *rowTemplate {
+		rt, _ := parseRowTemplate(name, t) // validated when the config was read
+		return rt
 	}
-	idT, _ := tmpl("id", c.ID)
-	promptT, _ := tmpl("prompt", c.Prompt)
-	targetT, _ := tmpl("target", c.Target)
-	shareT, _ := tmpl("share_key", c.ShareKey)
-	render := func(t *template.Template, row map[string]any, i int) (string, error) {
-		var b strings.Builder
-		if err := t.Execute(&b, row); err != nil {
+	idT, promptT, targetT, shareT := tmpl("id", c.ID), tmpl("prompt", c.Prompt), tmpl("target", c.Target), tmpl("share_key", c.ShareKey)
+	render := func(t *rowTemplate, row map[string]any, i int) (string, error) {
+		s, err := t.render(row)
+		if err != nil {
 			return "", fmt.Errorf("task %s: %s row %d: %w", c.Task, path, i+1, err)
 		}
-		return b.String(), nil
+		return s, nil
 	}
 	samples := make([]datasets.Sample, len(rows))
 	targets := make([]string, len(rows))
