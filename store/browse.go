@@ -417,8 +417,10 @@ func (s *Store) fieldSep() string {
 // model's fingerprint and digest (RunID is not read), without holding
 // them all (entries share their strings); fn is called from one goroutine
 // at a time. A SQLite store's scores come in storage (rowid) order, read
-// in ranges on several cores (eachEntryInRanges); PostgreSQL's in the
-// order the server reads them.
+// in ranges on several cores (inRangesOrdered): from packed_scores, one
+// row a (generation, sample, setting, budget), where the store keeps it
+// (packed.go), else from scores; PostgreSQL's in the order the server
+// reads them.
 //
 // A million scores cross the driver here, whose cost is per column, so a
 // score's identifiers (generation key, sample id, task, budget, metric,
@@ -430,6 +432,9 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 	fpOf, err := s.keyFingerprints(ctx, f.Fingerprints)
 	if err != nil {
 		return err
+	}
+	if s.hasPackedScores() {
+		return s.eachPackedEntry(ctx, f, fpOf, fn)
 	}
 	fieldSep := s.fieldSep()
 	// SQLite joins the prediction too (last: it may hold anything), one

@@ -151,7 +151,8 @@ func (s *Store) copyGenerations(ctx context.Context, tx *txn, fingerprint string
 // wrote from what dst then holds for them (its scores of a key merge with
 // those dst had: another metric of dst's stays).
 func (s *Store) copyScores(ctx context.Context, tx *txn, fingerprint string, runIDs map[int64]int64, st *CopyStats) error {
-	keys := map[ScoreKey]bool{}
+	seen := map[ScoreKey]bool{}
+	var keys []ScoreKey // in the order copied
 	q := `SELECT s.gen_key,s.task,s.sample_id,s.setting,s.setting_key,s.budget,s.metric,s.value,s.prediction,s.run_id,s.digest FROM scores s`
 	var args []any
 	if fingerprint != "" {
@@ -162,7 +163,10 @@ func (s *Store) copyScores(ctx context.Context, tx *txn, fingerprint string, run
 			VALUES(?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(gen_key,task,sample_id,setting_key,budget,metric) DO UPDATE SET setting=excluded.setting,
 			value=excluded.value, prediction=excluded.prediction, run_id=excluded.run_id, digest=excluded.digest`, func(v []any) []any {
-		keys[ScoreKey{GenKey: str(v[0]), Task: str(v[1]), SampleID: str(v[2]), SettingKey: str(v[4]), Budget: budgetOf(v[5])}] = true
+		if k := (ScoreKey{GenKey: str(v[0]), Task: str(v[1]), SampleID: str(v[2]), SettingKey: str(v[4]), Budget: budgetOf(v[5])}); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
 		v[8] = tx.eng.text(str(v[8]))
 		v[9] = mapRun(v[9], runIDs)
 		st.Scores++

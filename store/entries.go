@@ -121,34 +121,78 @@ func (p *entryParser) cell(raw []byte) (entryCell, error) {
 // every range before it (a few megabytes each).
 const entryRange = 1 << 14
 
-// entryRows are the rows of one range as read: each row's joined column,
-// one after the other in buf (ending at ends[i]), and its value. They
-// hold no pointers, which the collector would scan.
-type entryRows struct {
+// rangeRows are the rows of one range as read: each row's two byte
+// columns, one after the other in buf (the first ending at ends[2i], the
+// second at ends[2i+1]), and its value. They hold no pointers, which the
+// collector would scan.
+type rangeRows struct {
 	buf    []byte
 	ends   []int
 	values []float64
 	err    error
 }
 
-// eachEntryInRanges is EachEntry on a SQLite store (its rows are folded:
-// one column and the value): the scores table is read in ranges of
-// entryRange rowids, each in rowid order, by one reader a core (a
-// connection each, leaving one of the store's for fn), a few ranges ahead
-// of fn, which gets every range's entries in turn: the order of one scan
-// of the table, with the driver's work (most of a scan's) on every core
-// while p parses and fn works. q is the query without its WHERE clause,
-// conds its conditions (ANDed), args their arguments.
+// add appends a row of two byte columns.
+func (r *rangeRows) add(a, b []byte) { r.addValue(a, b, 0) }
+
+// addValue appends a row of two byte columns and a value.
+func (r *rangeRows) addValue(a, b []byte, v float64) {
+	r.buf = append(r.buf, a...)
+	r.ends = append(r.ends, len(r.buf))
+	r.buf = append(r.buf, b...)
+	r.ends = append(r.ends, len(r.buf))
+	r.values = append(r.values, v)
+}
+
+// each calls fn with every row in turn.
+func (r *rangeRows) each(fn func(a, b []byte, v float64) error) error {
+	start := 0
+	for k, v := range r.values {
+		mid, end := r.ends[2*k], r.ends[2*k+1]
+		if err := fn(r.buf[start:mid], r.buf[mid:end], v); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// eachEntryInRanges is EachEntry on a SQLite store without packed_scores
+// (its rows are folded: one column and the value), read by inRangesOrdered.
 func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string, args []any, p *entryParser, fn func(Entry) error) error {
+	scan := func(rows *sql.Rows, out *rangeRows) error {
+		var raw, predRaw sql.RawBytes
+		var value float64
+		if err := rows.Scan(&raw, &value, &predRaw); err != nil {
+			return err
+		}
+		out.addValue(raw, nil, value)
+		return nil
+	}
+	return s.inRangesOrdered(ctx, "scores", q, conds, args, scan, func(r *rangeRows) error {
+		return r.each(func(raw, _ []byte, v float64) error { return p.give(raw, nil, v, fn) })
+	})
+}
+
+// inRangesOrdered reads a SQLite table in ranges of entryRange rowids,
+// each in rowid order, by one reader a core (a connection each, leaving
+// one of the store's for use), a few ranges ahead of use, which gets
+// every range's rows in turn: the order of one scan of the table, with
+// the driver's work (most of a scan's) on every core while use works. q
+// is the query without its WHERE clause (its first argument args[0]),
+// conds its conditions (ANDed, their arguments the rest of args); scan
+// reads a row into a range's rows.
+func (s *Store) inRangesOrdered(ctx context.Context, table, q string, conds []string, args []any,
+	scan func(*sql.Rows, *rangeRows) error, use func(*rangeRows) error) error {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, rowidBounds("scores")).Scan(&lo, &hi); err != nil {
+	if err := s.db.QueryRowContext(ctx, rowidBounds(table)).Scan(&lo, &hi); err != nil {
 		return fmt.Errorf("read scores: %w", err)
 	}
 	if !lo.Valid {
-		return nil // no scores
+		return nil // no rows
 	}
 	q += " WHERE " + strings.Join(append([]string{"rowid >= ? AND rowid < ?"}, conds...), " AND ") + " ORDER BY rowid"
-	read := func(ctx context.Context, from int64, out *entryRows) {
+	read := func(ctx context.Context, from int64, out *rangeRows) {
 		out.buf, out.ends, out.values = out.buf[:0], out.ends[:0], out.values[:0]
 		rows, err := s.db.QueryContext(ctx, q, append([]any{args[0], from, from + entryRange}, args[1:]...)...)
 		if err != nil {
@@ -156,15 +200,11 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 			return
 		}
 		defer rows.Close()
-		var raw, predRaw sql.RawBytes
-		var value float64
 		for rows.Next() {
-			if err := rows.Scan(&raw, &value, &predRaw); err != nil {
+			if err := scan(rows, out); err != nil {
 				out.err = fmt.Errorf("read scores: %w", err)
 				return
 			}
-			out.buf = append(out.buf, raw...)
-			out.ends, out.values = append(out.ends, len(out.buf)), append(out.values, value)
 		}
 		if err := rows.Err(); err != nil {
 			out.err = fmt.Errorf("read scores: %w", err)
@@ -176,7 +216,7 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 	// range once fn is done with the one that used its slot before, so
 	// that at most len(slots) ranges are held, and each slot's buffers
 	// are reused.
-	slots := make([]entryRows, 2*max(readers, 1))
+	slots := make([]rangeRows, 2*max(readers, 1))
 	ready := make([]chan struct{}, len(slots)) // a range read into the slot
 	free := make(chan struct{}, len(slots))    // a slot fn is done with
 	for i := range slots {
@@ -223,13 +263,11 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 		if r.err != nil {
 			return r.err
 		}
-		start := 0
-		for k, end := range r.ends {
-			row := r.buf[start:end]
-			start = end
-			if err := p.give(row, nil, r.values[k], fn); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil { // a range read ahead is not used
+			return err
+		}
+		if err := use(r); err != nil {
+			return err
 		}
 		free <- struct{}{}
 	}

@@ -14,7 +14,9 @@ import (
 // store's scores are read in (entryRange rowids each, on several cores)
 // come to fn one at a time in storage order, the order they were written
 // (PostgreSQL: the same scores), with their cells numbered as met, under
-// a filter too; an error from fn ends the read with that error.
+// a filter too, whether they are read from packed_scores or (a SQLite
+// store of schema 5) from scores; an error from fn ends the read with
+// that error, and a cancelled read ends.
 func TestEachEntryInRanges(t *testing.T) {
 	engines(t, func(t *testing.T, newPath func() string) {
 		ctx := context.Background()
@@ -23,7 +25,7 @@ func TestEachEntryInRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		n := entryRange*3/2 + 7 // generations, two scores each: three ranges and a bit
+		n := entryRange*5/2 + 7 // generations, two scores each: five ranges of scores and a bit, three of packed rows
 		order := rand.New(rand.NewPCG(1, 2)).Perm(n)
 		var want []Score
 		for lo := 0; lo < n; lo += 2000 {
@@ -71,6 +73,22 @@ func TestEachEntryInRanges(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("not in storage order: %d entries, want %d", len(got), len(want))
 			}
+			// A store of schema 5, read-only, has no packed rows: its
+			// scores are read.
+			s.schema = packedScoresSchema - 1
+			if got := read(Filter{}); !reflect.DeepEqual(got, want) {
+				t.Errorf("from the scores table: not in storage order: %d entries, want %d", len(got), len(want))
+			}
+			var some []Score
+			for _, sc := range want {
+				if sc.Task != "t0" && sc.Setting == "nl" {
+					some = append(some, sc)
+				}
+			}
+			if got := read(Filter{Tasks: []string{"t1", "t2"}, Settings: []string{"nl"}, Fingerprints: []string{"fp"}}); !reflect.DeepEqual(got, some) {
+				t.Errorf("from the scores table, filtered: not in storage order: %d entries, want %d", len(got), len(some))
+			}
+			s.schema = 0
 		} else if !reflect.DeepEqual(sorted(got), sorted(want)) {
 			t.Errorf("%d entries, want %d", len(got), len(want))
 		}

@@ -1,9 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
+	"math"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -42,6 +47,20 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 		if got := d.All(); !maps.Equal(got, want) {
 			t.Errorf("%s: ScoreDigests = %v, want %v", step, got, want)
 		}
+		if s.db.eng == postgresEngine {
+			return
+		}
+		packed, packedOrder := packedRows(t, s)
+		stored, storedOrder := scoresByKey(t, s)
+		if !reflect.DeepEqual(packed, stored) {
+			t.Errorf("%s: packed_scores = %v, want the scores %v", step, packed, stored)
+		}
+		// A copy's keys go last in packed_scores (their scores merged);
+		// otherwise the keys come in the order their scores were last
+		// written.
+		if step != "copied into" && !slices.Equal(packedOrder, storedOrder) {
+			t.Errorf("%s: packed rows in the order %v, want %v", step, packedOrder, storedOrder)
+		}
 	}
 	key := func(i int) ScoreKey { return score(i, "", "").Key() }
 
@@ -64,7 +83,9 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 	// A copy merges: the source's em of key 2 replaces the destination's,
 	// whose f1 stays, so the key's scores disagree.
 	src := openAt(t, newPath())
-	if err := src.PutGenerations(ctx, []Generation{gen(2), gen(4)}, []Score{score(2, "em", "d2c"), score(4, "em", "d4")}); err != nil {
+	// Key 1 gains a metric, written after key 2's scores: its scores are
+	// no longer consecutive (which the migration below packs).
+	if err := src.PutGenerations(ctx, []Generation{gen(1), gen(2), gen(4)}, []Score{score(2, "em", "d2c"), score(4, "em", "d4"), score(1, "acc", "d1b")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := src.Copy(ctx, s, ""); err != nil {
@@ -75,6 +96,11 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 	// A store from before score_digests: its migration fills it.
 	if _, err := s.db.ExecContext(ctx, `DROP TABLE score_digests`); err != nil {
 		t.Fatal(err)
+	}
+	if s.db.eng != postgresEngine {
+		if _, err := s.db.ExecContext(ctx, `DROP TABLE packed_scores`); err != nil {
+			t.Fatal(err)
+		}
 	}
 	setSchemaVersion(t, s, scoreDigestsSchema-1)
 	s.Close()
@@ -121,6 +147,77 @@ func keyDigestRows(t *testing.T, s *Store, table string) map[ScoreKey]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// packedRows reads a SQLite store's packed_scores: each key's scores
+// unpacked (NULL values NaN), and the keys in the rows' order.
+func packedRows(t *testing.T, s *Store) (map[ScoreKey][]Score, []ScoreKey) {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), `SELECT gen_key, task, sample_id, setting_key, budget, digest, scores FROM packed_scores ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[ScoreKey][]Score{}
+	var order []ScoreKey
+	for rows.Next() {
+		var k ScoreKey
+		var digest string
+		var packed []byte
+		if err := rows.Scan(&k.GenKey, &k.Task, &k.SampleID, &k.SettingKey, &k.Budget, &digest, &packed); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, k)
+		if err := unpackScores(packed, []byte(digest), func(p *packedScore) error {
+			x := Score{GenKey: k.GenKey, Task: k.Task, SampleID: k.SampleID, SettingKey: k.SettingKey, Budget: k.Budget, Metric: string(p.metric),
+				Setting: string(p.setting), Prediction: string(p.prediction), Digest: string(p.digest), Value: p.value}
+			if p.null {
+				x.Value = math.NaN()
+			}
+			out[k] = append(out[k], x)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out, order
+}
+
+// scoresByKey reads a SQLite store's scores by key, each key's in the
+// order written (rowid), and the keys in the order their scores were last
+// written.
+func scoresByKey(t *testing.T, s *Store) (map[ScoreKey][]Score, []ScoreKey) {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), `SELECT `+packedScoreCols+`, rowid FROM scores ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[ScoreKey][]Score{}
+	last := map[ScoreKey]int64{}
+	for rows.Next() {
+		var x Score
+		var v sql.NullFloat64
+		var rowid int64
+		if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.SettingKey, &x.Budget, &x.Metric, &x.Setting, &v, &x.Prediction, &x.Digest, &rowid); err != nil {
+			t.Fatal(err)
+		}
+		x.Value = math.NaN()
+		if v.Valid {
+			x.Value = v.Float64
+		}
+		out[x.Key()] = append(out[x.Key()], x)
+		last[x.Key()] = rowid
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	order := slices.Collect(maps.Keys(last))
+	slices.SortFunc(order, func(a, b ScoreKey) int { return cmp.Compare(last[a], last[b]) })
+	return out, order
 }
 
 // setSchemaVersion records schema version v in s (on either engine), as

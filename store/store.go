@@ -126,7 +126,23 @@ var migrations = []string{
 		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget)
 	) WITHOUT ROWID;
 	` + fillScoreDigests,
+	// 6: each key's scores packed in one row (packed.go), which reports
+	// read: a quarter of the rows. Filled by fillPackedScores.
+	`CREATE TABLE packed_scores (
+		gen_key TEXT NOT NULL,
+		task TEXT NOT NULL,
+		sample_id TEXT NOT NULL,
+		setting_key TEXT NOT NULL,
+		budget INTEGER NOT NULL,
+		digest TEXT NOT NULL,
+		scores BLOB NOT NULL
+	);`, // and, once filled, a unique index on the key
+
 }
+
+// migrationFills are the steps, in Go, that fill what a SQLite migration
+// (by its number) added.
+var migrationFills = map[int]func(context.Context, *txn) error{packedScoresSchema: fillPackedScores}
 
 // fillScoreDigests fills score_digests from the scores of a store that
 // had none (migration 5 on either engine).
@@ -342,6 +358,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		for i := v; i < len(migrations); i++ {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+			if fill := migrationFills[i+1]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return fmt.Errorf("migration %d: %w", i+1, err)
+				}
 			}
 		}
 		if v < len(migrations) {
@@ -630,7 +651,10 @@ func putScores(ctx context.Context, tx *txn, scores []Score) error {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
-	return putKeyDigests(ctx, tx, keyDigests(scores))
+	if err := putKeyDigests(ctx, tx, keyDigests(scores)); err != nil {
+		return err
+	}
+	return putPackedScores(ctx, tx, scores)
 }
 
 // keyDigestRow is one key's row of score_digests.
@@ -686,8 +710,9 @@ func putKeyDigests(ctx context.Context, tx *txn, rows []keyDigestRow) error {
 
 // refreshKeyDigests sets the score_digests rows of keys from the scores
 // stored for them (after a write that merges scores with those stored:
-// Copy), deleting those of keys left with none.
-func refreshKeyDigests(ctx context.Context, tx *txn, keys map[ScoreKey]bool) error {
+// Copy), deleting those of keys left with none; and, on SQLite, their
+// packed rows, in the order of keys.
+func refreshKeyDigests(ctx context.Context, tx *txn, keys []ScoreKey) error {
 	del, err := tx.PrepareContext(ctx, `DELETE FROM score_digests WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
 	if err != nil {
 		return err
@@ -701,7 +726,7 @@ func refreshKeyDigests(ctx context.Context, tx *txn, keys map[ScoreKey]bool) err
 		return err
 	}
 	defer put.Close()
-	for k := range keys {
+	for _, k := range keys {
 		args := []any{k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget}
 		if _, err := del.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("refresh the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
@@ -710,7 +735,10 @@ func refreshKeyDigests(ctx context.Context, tx *txn, keys map[ScoreKey]bool) err
 			return fmt.Errorf("refresh the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
 		}
 	}
-	return nil
+	if tx.eng == postgresEngine {
+		return nil
+	}
+	return refreshPackedScores(ctx, tx, keys)
 }
 
 // DeleteScores removes every score stored for the given keys (a sample
@@ -721,7 +749,11 @@ func (s *Store) DeleteScores(ctx context.Context, keys []ScoreKey) error {
 	}
 	return s.tx(ctx, func(tx *txn) error {
 		for _, k := range keys {
-			for _, table := range []string{"scores", "score_digests"} {
+			tables := []string{"scores", "score_digests", "packed_scores"}
+			if tx.eng == postgresEngine {
+				tables = tables[:2]
+			}
+			for _, table := range tables {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`,
 					k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
 					return fmt.Errorf("delete scores of %s/%s: %w", k.Task, k.SampleID, err)
