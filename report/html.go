@@ -292,20 +292,33 @@ func pack(v any) (string, error) {
 
 // gzipChunk is a chunk's JSON (appendChunkJSON), gzipped.
 func gzipChunk(c *browserChunk) ([]byte, error) {
-	js := appendChunkJSON(nil, c)
-	var buf bytes.Buffer
-	buf.Grow(len(js) / 4)
+	bufs := chunkBuffers.Get().(*chunkBuffer)
+	defer chunkBuffers.Put(bufs)
+	bufs.js = appendChunkJSON(bufs.js[:0], c)
+	bufs.z.Reset()
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
-	zw.Reset(&buf)
-	if _, err := zw.Write(js); err != nil {
+	zw.Reset(&bufs.z)
+	if _, err := zw.Write(bufs.js); err != nil {
 		return nil, fmt.Errorf("encode samples: %w", err)
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(buf.Bytes()), nil // without the buffer's spare room
+	return bytes.Clone(bufs.z.Bytes()), nil
 }
+
+// chunkBuffer is the room gzipChunk encodes a chunk in: its JSON and the
+// gzip of it.
+type chunkBuffer struct {
+	js []byte
+	z  bytes.Buffer
+}
+
+// chunkBuffers are reused: a page's chunks are encoded in turn on every
+// core, each in a megabyte or so (2.4 million scores: half a gigabyte
+// allocated, and collected, when each chunk had its own).
+var chunkBuffers = sync.Pool{New: func() any { return new(chunkBuffer) }}
 
 // gzipJSON is a value's JSON, gzipped.
 func gzipJSON(v any) ([]byte, error) {
