@@ -14,8 +14,8 @@
 # (c) runs BenchmarkScalePlan (the prompt keys of an earlier plan kept)
 #     and BenchmarkScalePlanCold (none kept) for each side in turn (ROUNDS
 #     times, default 2), BenchmarkHTMLScale once (the working tree's
-#     benchmark, measuring BASE's binary beside its own on BASE's copy,
-#     which both read), then
+#     benchmark, measuring BASE's binary on BASE's copy beside its own on
+#     its migrated copy), then
 #     BenchmarkScaleRescore once each on a fresh copy;
 # (d) prints wall seconds, CPU seconds (all cores) and peak RSS of the tally
 #     process per side, and the ratios working tree / BASE.
@@ -78,7 +78,7 @@ for round in $(seq "$ROUNDS"); do
 done
 log "report --format html"
 (cd "$WORK/base" && go build -o "$WORK/tally-base" ./cmd/tally)
-(cd "$ROOT" && TALLY_BENCH_SCALE="$WORK/old" TALLY_BASELINE_BIN="$WORK/tally-base" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkHTMLScale$' -benchtime 1x -timeout 60m) |
+(cd "$ROOT" && TALLY_BENCH_SCALE="$WORK/new" TALLY_BASELINE_BIN="$WORK/tally-base" TALLY_BASELINE_STORE="$WORK/old/scale.db" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkHTMLScale$' -benchtime 1x -timeout 60m) |
 	awk '$1 ~ /^Benchmark/ { for (i = 3; i < NF; i += 2) { m = $(i+1); side = "new"; if (m ~ /^baseline-/) { side = "old"; sub(/^baseline-/, "", m) }; printf "BenchmarkHTMLScale %s %s %s\n", side, m, $i } }' >>"$results"
 log "rescore"
 copy old

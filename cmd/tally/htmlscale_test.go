@@ -44,12 +44,18 @@ func median(ds []time.Duration) time.Duration {
 // an empty page) and the time the page's script takes to show the first
 // page of samples (as the page records it). With
 // TALLY_BASELINE_BIN=PATH (an older tally binary) the same figures are
-// measured for it on the same store, in the same run, for comparison.
+// measured for it, in the same run, for comparison: on the same store,
+// or on TALLY_BASELINE_STORE=PATH (a copy of the store as the older tally
+// has it, where this one has migrated its own).
 func BenchmarkHTMLScale(b *testing.B) {
 	db, _ := scaleStore(b)
 	bins := map[string]string{"": built}
+	stores := map[string]string{"": db, "baseline-": db}
 	if base := os.Getenv("TALLY_BASELINE_BIN"); base != "" {
 		bins["baseline-"] = base
+	}
+	if st := os.Getenv("TALLY_BASELINE_STORE"); st != "" {
+		stores["baseline-"] = st
 	}
 	chrome := chromiumBin()
 	dir := b.TempDir()
@@ -61,7 +67,7 @@ func BenchmarkHTMLScale(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cmd := exec.Command("sh", "-c", `exec "$0" report --store "$1" --format html > "$2"`, bin, db, page)
+			cmd := exec.Command("sh", "-c", `exec "$0" report --store "$1" --format html > "$2"`, bin, stores[prefix], page)
 			wall, cpu, rss := timedRun(b, cmd)
 			f.Close()
 			st, _ := os.Stat(page)
