@@ -106,47 +106,71 @@ var errPacked = errors.New("malformed packed scores")
 // unpackScores calls fn with each score of a packed row in turn (the same
 // packedScore, updated).
 func unpackScores(b, rowDigest []byte, fn func(*packedScore) error) error {
-	var p packedScore
-	first := true
-	for len(b) > 0 {
-		flags := b[0]
-		b = b[1:]
-		if flags&^(packedSetting|packedPrediction|packedDigest|packedNull) != 0 || first && flags&(packedSetting|packedPrediction) != packedSetting|packedPrediction {
-			return errPacked
+	var r packedReader
+	r.reset(b, rowDigest)
+	for {
+		ok, err := r.next()
+		if err != nil || !ok {
+			return err
 		}
-		var ok bool
-		if p.metric, b, ok = cutPackedString(b); !ok {
-			return errPacked
-		}
-		if flags&packedSetting != 0 {
-			if p.setting, b, ok = cutPackedString(b); !ok {
-				return errPacked
-			}
-		}
-		if flags&packedPrediction != 0 {
-			if p.prediction, b, ok = cutPackedString(b); !ok {
-				return errPacked
-			}
-		}
-		p.digest = rowDigest
-		if flags&packedDigest != 0 {
-			if p.digest, b, ok = cutPackedString(b); !ok {
-				return errPacked
-			}
-		}
-		p.null, p.value = flags&packedNull != 0, 0
-		if !p.null {
-			if len(b) < 8 {
-				return errPacked
-			}
-			p.value, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:]
-		}
-		first = false
-		if err := fn(&p); err != nil {
+		if err := fn(&r.score); err != nil {
 			return err
 		}
 	}
-	return nil
+}
+
+// packedReader reads the scores of a packed row one at a time (next),
+// into score.
+type packedReader struct {
+	b, rowDigest []byte
+	first        bool
+	score        packedScore
+}
+
+// reset starts reading packed row b, whose digest is rowDigest.
+func (r *packedReader) reset(b, rowDigest []byte) {
+	r.b, r.rowDigest, r.first = b, rowDigest, true
+}
+
+// next reads the next score into r.score; ok is false at the row's end.
+func (r *packedReader) next() (ok bool, err error) {
+	b, p := r.b, &r.score
+	if len(b) == 0 {
+		return false, nil
+	}
+	flags := b[0]
+	b = b[1:]
+	if flags&^(packedSetting|packedPrediction|packedDigest|packedNull) != 0 || r.first && flags&(packedSetting|packedPrediction) != packedSetting|packedPrediction {
+		return false, errPacked
+	}
+	if p.metric, b, ok = cutPackedString(b); !ok {
+		return false, errPacked
+	}
+	if flags&packedSetting != 0 {
+		if p.setting, b, ok = cutPackedString(b); !ok {
+			return false, errPacked
+		}
+	}
+	if flags&packedPrediction != 0 {
+		if p.prediction, b, ok = cutPackedString(b); !ok {
+			return false, errPacked
+		}
+	}
+	p.digest = r.rowDigest
+	if flags&packedDigest != 0 {
+		if p.digest, b, ok = cutPackedString(b); !ok {
+			return false, errPacked
+		}
+	}
+	p.null, p.value = flags&packedNull != 0, 0
+	if !p.null {
+		if len(b) < 8 {
+			return false, errPacked
+		}
+		p.value, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:]
+	}
+	r.b, r.first = b, false
+	return true, nil
 }
 
 func cutPackedString(b []byte) (s, rest []byte, ok bool) {
@@ -207,7 +231,8 @@ func preparePacked(ctx context.Context, tx *txn) (*packedStatements, error) {
 	if err != nil {
 		return nil, err
 	}
-	put, err := tx.PrepareContext(ctx, `INSERT INTO packed_scores(gen_key,task,sample_id,setting_key,budget,digest,scores) VALUES(?,?,?,?,?,?,?)`)
+	// OR REPLACE deletes the key's row and inserts it again, at the end.
+	put, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO packed_scores(gen_key,task,sample_id,setting_key,budget,digest,scores) VALUES(?,?,?,?,?,?,?)`)
 	if err != nil {
 		del.Close()
 		return nil, err
@@ -220,10 +245,10 @@ func (p *packedStatements) Close() { p.del.Close(); p.put.Close() }
 // replace deletes key k's packed row and, when it has scores, inserts it
 // again (at the end of the table) with them.
 func (p *packedStatements) replace(ctx context.Context, k ScoreKey, scores []Score, buf []byte) ([]byte, error) {
-	if _, err := p.del.ExecContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
-		return buf, fmt.Errorf("replace the packed scores of %s/%s: %w", k.Task, k.SampleID, err)
-	}
 	if len(scores) == 0 {
+		if _, err := p.del.ExecContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
+			return buf, fmt.Errorf("delete the packed scores of %s/%s: %w", k.Task, k.SampleID, err)
+		}
 		return buf, nil
 	}
 	digest := rowDigestOf(scores)
@@ -454,6 +479,7 @@ type packedParser struct {
 	settings map[string]bool // the settings selected (all when empty)
 	cells    map[string]entryCell
 	cellKey  []byte
+	rd       packedReader
 	last     Entry
 }
 
@@ -483,9 +509,18 @@ func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
 		e.SampleID = string(sampleID)
 	}
 	cellHead := raw[at[1]+1 : at[4]] // task, budget, setting key
-	err := unpackScores(packed, digest, func(x *packedScore) error {
-		if len(p.settings) > 0 && !p.settings[string(x.setting)] {
+	p.rd.reset(packed, digest)
+	for {
+		ok, err := p.rd.next()
+		if err != nil {
+			return fmt.Errorf("read scores of %s/%s: %w", task, sampleID, err)
+		}
+		if !ok {
 			return nil
+		}
+		x := &p.rd.score
+		if len(p.settings) > 0 && !p.settings[string(x.setting)] {
+			continue
 		}
 		p.cellKey = append(append(append(append(p.cellKey[:0], cellHead...), p.sep), x.metric...), p.sep)
 		p.cellKey = append(p.cellKey, x.setting...)
@@ -509,10 +544,8 @@ func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
 			e.Prediction = string(x.prediction)
 		}
 		e.Value = x.value // NULL reads as 0, as COALESCE(value,0) does
-		return fn(*e)
-	})
-	if errors.Is(err, errPacked) {
-		return fmt.Errorf("read scores of %s/%s: %w", task, sampleID, err)
+		if err := fn(*e); err != nil {
+			return err
+		}
 	}
-	return err
 }
