@@ -72,6 +72,11 @@ type Loader struct {
 	// Samples builds the samples, prompts included; it also returns the
 	// number of records skipped under SkipBad.
 	Samples func(Request) ([]Sample, int, error)
+	// OnlyData says that the loader reads nothing but the data file (Path,
+	// or Data): what it returns depends on the file's bytes and the
+	// request's fields alone, so a task may keep what it rendered from
+	// them between runs.
+	OnlyData bool
 }
 
 // loaders holds every registered loader by name. It is written only by

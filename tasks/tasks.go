@@ -336,6 +336,9 @@ type LoadOptions struct {
 	// out: a caller that writes no report (a plan) saves writing every row
 	// again and holding it.
 	NoDocs bool
+	// CacheDir is where a task whose loader reads only its data file keeps
+	// what it rendered between runs (loadcache.go); "": nowhere.
+	CacheDir string
 }
 
 // Loaded is a task's samples and what loading skipped.
@@ -387,13 +390,34 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		}
 		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped, Total: len(samples)}, nil
 	}
+	identity, kept, digest, keep := c.loadCacheKey(l, req, opt)
+	var r renderedLoad
+	var ok bool
+	if keep {
+		r, ok = readLoadCache(kept, identity, c.Task)
+	}
+	if !ok {
+		if r, err = c.renderRows(l, req, path, opt.NoDocs); err != nil {
+			return Loaded{}, err
+		}
+		// Kept only when the data did not change while it was read.
+		if after, same := dataDigest(req); keep && same && bytes.Equal(after, digest) {
+			writeLoadCache(kept, identity, r)
+		}
+	}
+	return Loaded{Samples: selectSamples(r.samples, opt), Skipped: r.skipped, Total: len(r.samples)}, nil
+}
+
+// renderRows reads a row loader's rows and renders the task's samples
+// from them (templates, few-shot examples), in the data's order.
+func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string, noDocs bool) (renderedLoad, error) {
 	read, err := l.Rows(req)
 	if err != nil {
-		return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
+		return renderedLoad{}, fmt.Errorf("task %s: %w", c.Task, err)
 	}
 	rows, refs, skipped := read.Rows, read.Refs, read.Skipped
 	if len(rows) == 0 {
-		return Loaded{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
+		return renderedLoad{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
 	}
 	tmpl := func(name, t string) *rowTemplate {
 		rt, _ := parseRowTemplate(name, t) // validated when the config was read
@@ -413,30 +437,30 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	for i, row := range rows {
 		s := datasets.Sample{Task: c.Task, References: refs[i]}
 		if s.ID, err = render(idT, row, i); err != nil {
-			return Loaded{}, err
+			return renderedLoad{}, err
 		}
 		if j, dup := seen[s.ID]; dup {
-			return Loaded{}, fmt.Errorf("task %s: %s rows %d and %d: duplicate id %q", c.Task, path, j+1, i+1, s.ID)
+			return renderedLoad{}, fmt.Errorf("task %s: %s rows %d and %d: duplicate id %q", c.Task, path, j+1, i+1, s.ID)
 		}
 		seen[s.ID] = i
 		if v, ok := row[datasets.VerbatimPrompt].(string); ok {
 			s.Prompt = v
 		} else if s.Prompt, err = render(promptT, row, i); err != nil {
-			return Loaded{}, err
+			return renderedLoad{}, err
 		}
 		if c.ShareKey != "" {
 			if s.ShareKey, err = render(shareT, row, i); err != nil {
-				return Loaded{}, err
+				return renderedLoad{}, err
 			}
 		}
 		if c.Target != "" {
 			if targets[i], err = render(targetT, row, i); err != nil {
-				return Loaded{}, err
+				return renderedLoad{}, err
 			}
 			s.Target = &targets[i]
 		}
 		s.Index = &i
-		if !opt.NoDocs {
+		if !noDocs {
 			s.Doc = docOf(row)
 		}
 		samples[i] = s
@@ -444,9 +468,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	if _, logged := rows[0][datasets.VerbatimPrompt]; c.FewShot > 0 && !logged {
 		addFewShot(samples, targets, c.FewShot, c.FewShotSeparator, c.FewShotSeed)
 	}
-	total := len(samples)
-	samples = selectSamples(samples, opt)
-	return Loaded{Samples: samples, Skipped: skipped, Total: total}, nil
+	return renderedLoad{samples: samples, skipped: skipped}, nil
 }
 
 // docOf is a data row as reports show it (lm-eval's "doc"): its fields,

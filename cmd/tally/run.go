@@ -231,7 +231,8 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 		}
 		cfgs = append(cfgs, cs...)
 	}
-	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs})
+	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs,
+		CacheDir: tasks.DefaultLoadCacheDir()})
 	if err != nil {
 		return nil, nil, nil, err
 	}

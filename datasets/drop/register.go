@@ -19,6 +19,9 @@ func init() {
 		Name: "drop",
 		Doc:  "DROP's original JSON, Hugging Face rows, or an lm-evaluation-harness DROP sample log (its prompts kept verbatim)",
 		Rows: taskRows,
+		// The file at Path (Hugging Face rows, the original JSON, parquet or an
+		// lm-eval sample log), nothing else.
+		OnlyData: true,
 	})
 }
 

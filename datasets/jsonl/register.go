@@ -10,9 +10,10 @@ import (
 
 func init() {
 	datasets.RegisterLoader(datasets.Loader{
-		Name: "jsonl",
-		Doc:  "one JSON object per line (optionally gzipped); the references field names each row's answer(s)",
-		Rows: loadRows,
+		Name:     "jsonl",
+		Doc:      "one JSON object per line (optionally gzipped); the references field names each row's answer(s)",
+		Rows:     loadRows,
+		OnlyData: true,
 	})
 }
 
