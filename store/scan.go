@@ -161,8 +161,8 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 			continue
 		}
 		prev = append(prev[:0], raw...)
-		parts := bytes.SplitN(raw, []byte(sep), 6)
-		if len(parts) != 6 {
+		parts, ok := splitFields(raw, sep[0])
+		if !ok {
 			return nil, fmt.Errorf("malformed score row %q", raw)
 		}
 		if string(parts[0]) != genKey || genKey == "" {
@@ -188,6 +188,20 @@ func (s *Store) digestRows(ctx context.Context, want map[string]bool, q string, 
 	}
 	done()
 	return out, rows.Err()
+}
+
+// splitFields splits a row of six fields joined by sep (the last may
+// hold anything), without allocating.
+func splitFields(raw []byte, sep byte) (parts [6][]byte, ok bool) {
+	for n := range 5 {
+		k := bytes.IndexByte(raw, sep)
+		if k < 0 {
+			return parts, false
+		}
+		parts[n], raw = raw[:k], raw[k+1:]
+	}
+	parts[5] = raw
+	return parts, true
 }
 
 // ScoreStatesFor returns the stored scores of the given generation keys

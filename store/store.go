@@ -140,9 +140,14 @@ var migrations = []string{
 
 }
 
-// migrationFills are the steps, in Go, that fill what a SQLite migration
-// (by its number) added.
-var migrationFills = map[int]func(context.Context, *txn) error{packedScoresSchema: fillPackedScores}
+// migrationFill is the step, in Go, that fills what SQLite migration n
+// added (nil: none).
+func migrationFill(n int) func(context.Context, *txn) error {
+	if n == packedScoresSchema {
+		return fillPackedScores
+	}
+	return nil
+}
 
 // fillScoreDigests fills score_digests from the scores of a store that
 // had none (migration 5 on either engine).
@@ -359,7 +364,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
 			}
-			if fill := migrationFills[i+1]; fill != nil {
+			if fill := migrationFill(i + 1); fill != nil {
 				if err := fill(ctx, tx); err != nil {
 					return fmt.Errorf("migration %d: %w", i+1, err)
 				}
