@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // magic starts every cache file (its format's version).
@@ -51,6 +52,7 @@ type Entry struct {
 type value struct {
 	key    [32]byte
 	tokens uint32
+	at     uint32 // the entry's place in the file it was read from
 }
 
 // Cache is the cache of one identity. Get and Put are safe for concurrent
@@ -59,9 +61,11 @@ type Cache struct {
 	path, identity string
 	max            int
 	old            map[[32]byte]value // read from the file; never written
-	mu             sync.Mutex
-	added          map[[32]byte]value
-	used           map[[32]byte]bool // entries of old that Get returned
+	// used has a bit for each entry of old (by its place, value.at),
+	// set once Get returned it; set without a lock, every core asking.
+	used  []atomic.Uint64
+	mu    sync.Mutex
+	added map[[32]byte]value
 }
 
 // Open reads the cache of identity kept in dir under name (an empty one
@@ -69,13 +73,18 @@ type Cache struct {
 // "" keeps nothing). Saving replaces the file of name, whatever identity
 // it held.
 func Open(dir, name, identity string) *Cache {
-	c := &Cache{identity: identity, max: MaxEntries, added: map[[32]byte]value{}, used: map[[32]byte]bool{}}
+	c := &Cache{identity: identity, max: MaxEntries, added: map[[32]byte]value{}}
 	if dir == "" {
 		return c
 	}
 	sum := sha256.Sum256([]byte(name))
 	c.path = filepath.Join(dir, hex.EncodeToString(sum[:16])+".keys")
 	c.old = c.read()
+	places := 0
+	for _, v := range c.old {
+		places = max(places, int(v.at)+1)
+	}
+	c.used = make([]atomic.Uint64, (places+63)/64)
 	return c
 }
 
@@ -138,12 +147,12 @@ func decode(data []byte, identity string) (map[[32]byte]value, error) {
 		return nil, errors.New("bad entry count")
 	}
 	out := make(map[[32]byte]value, n)
-	for ; len(body) > 0; body = body[entrySize:] {
+	for i := uint32(0); len(body) > 0; body, i = body[entrySize:], i+1 {
 		var d [32]byte
 		var v value
 		copy(d[:], body)
 		copy(v.key[:], body[32:])
-		v.tokens = binary.LittleEndian.Uint32(body[64:])
+		v.tokens, v.at = binary.LittleEndian.Uint32(body[64:]), i
 		out[d] = v
 	}
 	return out, nil
@@ -153,9 +162,7 @@ func decode(data []byte, identity string) (map[[32]byte]value, error) {
 func (c *Cache) Get(d [32]byte) (Entry, bool) {
 	v, ok := c.old[d]
 	if ok {
-		c.mu.Lock()
-		c.used[d] = true
-		c.mu.Unlock()
+		c.used[v.at/64].Or(1 << (v.at % 64))
 	} else {
 		c.mu.Lock()
 		v, ok = c.added[d]
@@ -194,7 +201,11 @@ func (c *Cache) Save() error {
 	}
 	keep := func(d [32]byte) bool { _, dup := c.added[d]; return !dup }
 	if len(c.old)+len(c.added) > c.max {
-		keep = func(d [32]byte) bool { _, dup := c.added[d]; return !dup && c.used[d] }
+		keep = func(d [32]byte) bool {
+			_, dup := c.added[d]
+			v := c.old[d]
+			return !dup && c.used[v.at/64].Load()&(1<<(v.at%64)) != 0
+		}
 	}
 	var body bytes.Buffer
 	body.WriteString(magic + strconv.Itoa(len(c.identity)) + "\n" + c.identity)

@@ -140,3 +140,33 @@ func TestBound(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGet: a file of 200,000 entries opened and each entry asked
+// for once, on two cores, as a plan's items are keyed.
+func BenchmarkGet(b *testing.B) {
+	dir := b.TempDir()
+	c := Open(dir, "m", "id")
+	const n = 200000
+	for i := range n {
+		d := digest(i)
+		c.Put(d, Entry{Key: hex.EncodeToString(d[:]), Tokens: i})
+	}
+	if err := c.Save(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		c := Open(dir, "m", "id")
+		var wg sync.WaitGroup
+		for w := range 2 {
+			wg.Go(func() {
+				for i := w; i < n; i += 2 {
+					if _, ok := c.Get(digest(i)); !ok {
+						b.Error("missing")
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
