@@ -447,20 +447,7 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		q = `SELECT concat_ws(?, gen_key, sample_id, task, budget, metric, setting, setting_key, digest),
 		COALESCE(value,0), prediction FROM scores`
 	}
-	args := []any{fieldSep}
-	var conds []string
-	if len(f.Fingerprints) > 0 {
-		conds = append(conds, "gen_key IN (SELECT key FROM generations WHERE fingerprint IN ("+placeholders(len(f.Fingerprints))+"))")
-		args = append(args, anys(f.Fingerprints)...)
-	}
-	if len(f.Tasks) > 0 {
-		conds = append(conds, "task IN ("+placeholders(len(f.Tasks))+")")
-		args = append(args, anys(f.Tasks)...)
-	}
-	if len(f.Settings) > 0 {
-		conds = append(conds, "setting IN ("+placeholders(len(f.Settings))+")")
-		args = append(args, anys(f.Settings)...)
-	}
+	conds, args := entryConds(f, true, fieldSep)
 	p := entryParser{sep: fieldSep, folded: folded, fpOf: fpOf}
 	if folded {
 		return s.eachEntryInRanges(ctx, q, conds, args, &p, fn)
@@ -487,6 +474,27 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 		return fmt.Errorf("read scores: %w", err)
 	}
 	return nil
+}
+
+// entryConds are the conditions (ANDed) by which a read of scores or
+// packed_scores selects the filter's fingerprints, tasks and (withSettings:
+// scores has a row a setting name) settings, and their arguments after
+// sep, the query's first.
+func entryConds(f Filter, withSettings bool, sep string) (conds []string, args []any) {
+	args = []any{sep}
+	if len(f.Fingerprints) > 0 {
+		conds = append(conds, "gen_key IN (SELECT key FROM generations WHERE fingerprint IN ("+placeholders(len(f.Fingerprints))+"))")
+		args = append(args, anys(f.Fingerprints)...)
+	}
+	if len(f.Tasks) > 0 {
+		conds = append(conds, "task IN ("+placeholders(len(f.Tasks))+")")
+		args = append(args, anys(f.Tasks)...)
+	}
+	if withSettings && len(f.Settings) > 0 {
+		conds = append(conds, "setting IN ("+placeholders(len(f.Settings))+")")
+		args = append(args, anys(f.Settings)...)
+	}
+	return conds, args
 }
 
 // ReadGenerationsOf returns the generations the filter selects (its

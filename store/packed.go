@@ -280,11 +280,12 @@ func putPackedScores(ctx context.Context, tx *txn, scores []Score) error {
 // scanPackedSource reads them.
 const packedScoreCols = `gen_key,task,sample_id,setting_key,budget,metric,setting,value,prediction,digest`
 
-// scanPackedSource reads a scores row of packedScoreCols.
-func scanPackedSource(rows *sql.Rows) (Score, error) {
+// scanPackedSource reads a scores row of packedScoreCols (and of more
+// columns after them, into more).
+func scanPackedSource(rows *sql.Rows, more ...any) (Score, error) {
 	var x Score
 	var v sql.NullFloat64
-	if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.SettingKey, &x.Budget, &x.Metric, &x.Setting, &v, &x.Prediction, &x.Digest); err != nil {
+	if err := rows.Scan(append([]any{&x.GenKey, &x.Task, &x.SampleID, &x.SettingKey, &x.Budget, &x.Metric, &x.Setting, &v, &x.Prediction, &x.Digest}, more...)...); err != nil {
 		return Score{}, err
 	}
 	x.Value = math.NaN()
@@ -380,15 +381,10 @@ func fillPackedScores(ctx context.Context, tx *txn) error {
 		return nil
 	}
 	for rows.Next() {
-		var x Score
-		var v sql.NullFloat64
 		var rowid int64
-		if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.SettingKey, &x.Budget, &x.Metric, &x.Setting, &v, &x.Prediction, &x.Digest, &rowid); err != nil {
+		x, err := scanPackedSource(rows, &rowid)
+		if err != nil {
 			return fmt.Errorf("pack the scores: %w", err)
-		}
-		x.Value = math.NaN()
-		if v.Valid {
-			x.Value = v.Float64
 		}
 		if len(group) > 0 && x.Key() != group[0].Key() {
 			if err := flush(); err != nil {
@@ -442,16 +438,7 @@ func readPackedRow(ctx context.Context, tx *txn, k ScoreKey, rowid int64) ([]Sco
 func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genFingerprints, fn func(Entry) error) error {
 	sep := s.fieldSep()
 	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, setting_key, digest), scores FROM packed_scores`
-	args := []any{sep}
-	var conds []string
-	if len(f.Fingerprints) > 0 {
-		conds = append(conds, "gen_key IN (SELECT key FROM generations WHERE fingerprint IN ("+placeholders(len(f.Fingerprints))+"))")
-		args = append(args, anys(f.Fingerprints)...)
-	}
-	if len(f.Tasks) > 0 {
-		conds = append(conds, "task IN ("+placeholders(len(f.Tasks))+")")
-		args = append(args, anys(f.Tasks)...)
-	}
+	conds, args := entryConds(f, false, sep) // settings: by each score's name
 	settings := map[string]bool{}
 	for _, x := range f.Settings {
 		settings[x] = true

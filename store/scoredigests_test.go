@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"maps"
 	"math"
@@ -199,15 +198,10 @@ func scoresByKey(t *testing.T, s *Store) (map[ScoreKey][]Score, []ScoreKey) {
 	out := map[ScoreKey][]Score{}
 	last := map[ScoreKey]int64{}
 	for rows.Next() {
-		var x Score
-		var v sql.NullFloat64
 		var rowid int64
-		if err := rows.Scan(&x.GenKey, &x.Task, &x.SampleID, &x.SettingKey, &x.Budget, &x.Metric, &x.Setting, &v, &x.Prediction, &x.Digest, &rowid); err != nil {
+		x, err := scanPackedSource(rows, &rowid)
+		if err != nil {
 			t.Fatal(err)
-		}
-		x.Value = math.NaN()
-		if v.Valid {
-			x.Value = v.Float64
 		}
 		out[x.Key()] = append(out[x.Key()], x)
 		last[x.Key()] = rowid
