@@ -17,7 +17,7 @@ import (
 )
 
 // A task whose loader reads nothing but its data file (datasets.Loader's
-// OnlyData) keeps what loading rendered (its samples before LoadOptions
+// OnlyData), of at least a mebibyte, keeps what loading rendered (its samples before LoadOptions
 // select some) between runs, in the user's cache folder: a plan of twenty
 // tasks of 10,000 DROP rows spent most of its time reading their JSON and
 // rendering their prompts (1.8 of 5.3 s of CPU), which an unchanged task
@@ -58,7 +58,7 @@ type renderedLoad struct {
 // file, an executable that cannot be told, or data that cannot be read).
 func (c *Config) loadCacheKey(l datasets.Loader, req datasets.Request, opt LoadOptions) (identity, file string, data []byte, ok bool) {
 	exe := keycache.ExecutableIdentity()
-	if opt.CacheDir == "" || !l.OnlyData || c.lm != nil || exe == "" {
+	if opt.CacheDir == "" || !l.OnlyData || c.lm != nil || exe == "" || dataSize(req) < minKeptData {
 		return "", "", nil, false
 	}
 	data, ok = dataDigest(req)
@@ -80,6 +80,23 @@ func (c *Config) loadCacheKey(l datasets.Loader, req datasets.Request, opt LoadO
 	}
 	name := sha256.Sum256([]byte(c.Task + "\x00" + req.Path + "\x00" + string(opts[:])))
 	return hex.EncodeToString(id.Sum(nil)), filepath.Join(opt.CacheDir, hex.EncodeToString(name[:16])), data, true
+}
+
+// minKeptData is the size of the smallest data whose load is kept: a
+// smaller one loads in a few milliseconds, and a folder of many small
+// tasks' loads (a test suite's temporary files) would keep growing.
+const minKeptData = 1 << 20
+
+// dataSize is the size of a request's data (0 when it cannot be told).
+func dataSize(req datasets.Request) int64 {
+	if req.Data != nil {
+		return int64(len(req.Data))
+	}
+	st, err := os.Stat(req.Path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // dataDigest is the SHA-256 of a request's data: its embedded bytes, or

@@ -48,7 +48,8 @@ metrics: [drop]
 	return c
 }
 
-// TestLoadCache: a task whose loader reads only its data file loads the
+// TestLoadCache: a task whose loader reads only its data file (of a
+// mebibyte or more) loads the
 // same samples from what an earlier load kept as from its data, with and
 // without docs and under every selection; what was kept is used (a kept
 // load doctored under the same identity is what loads) and only under
@@ -56,8 +57,16 @@ metrics: [drop]
 // damaged, truncated or foreign file, loads from the data again.
 func TestLoadCache(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
-	c := dropTaskFile(t, dir, 50)
-	for _, opt := range []LoadOptions{{}, {NoDocs: true}, {Limit: 5}, {IDs: []string{"q3", "q40"}, NoDocs: true}} {
+	// Data of less than a mebibyte is not kept.
+	small := dropTaskFile(t, t.TempDir(), 50)
+	if _, err := small.Load(LoadOptions{CacheDir: cache}); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "*")); len(files) != 0 {
+		t.Fatalf("a small task's load kept: %v", files)
+	}
+	c := dropTaskFile(t, dir, 4000) // 1.3 MB
+	for _, opt := range []LoadOptions{{}, {NoDocs: true}, {Limit: 5}, {IDs: []string{"q3", "q4000", "q40"}, NoDocs: true}} {
 		want, err := c.Load(opt)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +95,7 @@ func TestLoadCache(t *testing.T) {
 	}
 	kept.samples[0].Prompt = "doctored"
 	writeLoadCache(file, identity, kept)
-	if got, _ := c.Load(opt); got.Samples[0].Prompt != "doctored" {
+	if got, _ := c.Load(opt); len(got.Samples) == 0 || got.Samples[0].Prompt != "doctored" {
 		t.Fatalf("a kept load under the same identity was not used: %q", got.Samples[0].Prompt)
 	}
 
