@@ -512,12 +512,13 @@ type ScoreDigester struct{ prefix []byte }
 // NewScoreDigester encodes the part of a sample's score digests that its
 // job (Spec) and the sample (References, Metadata) make.
 func NewScoreDigester(j *Job, s *datasets.Sample) ScoreDigester {
-	meta, _ := json.Marshal(s.Metadata) // maps marshal with sorted keys
-	var b []byte
-	for _, part := range []string{"score/v1", j.Spec, string(s.References), string(meta)} {
-		b = appendPart(b, part)
+	meta := []byte("null") // what json.Marshal writes for no metadata
+	if s.Metadata != nil {
+		meta, _ = json.Marshal(s.Metadata) // maps marshal with sorted keys
 	}
-	return ScoreDigester{b}
+	b := make([]byte, 0, 32+len(j.Spec)+len(s.References)+len(meta))
+	b = appendPart(appendPart(b, "score/v1"), j.Spec)
+	return ScoreDigester{appendPart(appendPart(b, []byte(s.References)), meta)}
 }
 
 // appendPart appends one part of a digest's input: its length in decimal,
