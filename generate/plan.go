@@ -196,6 +196,10 @@ func classify(it *Item, digests *store.Digests) {
 	it.Statuses = make([]Status, len(it.Job.Settings))
 	it.Stale = make([]bool, len(it.Job.Settings))
 	var dg *ScoreDigester
+	var scores store.GenDigests // of the stored generation, looked up once
+	if it.Stored != nil {
+		scores = digests.Gen(it.Key)
+	}
 	for k, set := range it.Job.Settings {
 		switch g := it.Stored; {
 		case g == nil:
@@ -204,7 +208,7 @@ func classify(it *Item, digests *store.Digests) {
 			it.Statuses[k] = Failed
 		default:
 			pred, ok, _ := it.truncate(g, set)
-			d, scored := digests.Get(store.ScoreKey{GenKey: it.Key, Task: it.Sample.Task, SampleID: it.Sample.ID, SettingKey: set.Key(), Budget: budget})
+			d, scored := scores.Get(it.Sample.Task, it.Sample.ID, set.Key(), budget)
 			if scored && ok && dg == nil {
 				x := NewScoreDigester(it.Job, it.Sample)
 				dg = &x

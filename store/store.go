@@ -961,8 +961,21 @@ func newDigests() *Digests { return &Digests{byGen: map[string][]digestEntry{}} 
 // Get returns the digest of the scores of k (MixedDigest when they
 // disagree); ok is false when k has none.
 func (d *Digests) Get(k ScoreKey) (digest string, ok bool) {
-	for _, e := range d.byGen[k.GenKey] {
-		if e.task == k.Task && e.sampleID == k.SampleID && e.settingKey == k.SettingKey && e.budget == k.Budget {
+	return d.Gen(k.GenKey).Get(k.Task, k.SampleID, k.SettingKey, k.Budget)
+}
+
+// Gen returns the digests of the scores of one generation: a plan looks
+// its item's generation up once, then each setting's digest in it.
+func (d *Digests) Gen(genKey string) GenDigests { return d.byGen[genKey] }
+
+// GenDigests are the digests of one generation's scores (Digests.Gen).
+type GenDigests []digestEntry
+
+// Get returns the digest of the generation's scores of a sample under a
+// setting and budget, as Digests.Get does.
+func (g GenDigests) Get(task, sampleID, settingKey string, budget int) (digest string, ok bool) {
+	for _, e := range g {
+		if e.task == task && e.sampleID == sampleID && e.settingKey == settingKey && e.budget == budget {
 			return e.digest, true
 		}
 	}
