@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -181,46 +180,6 @@ func cutPackedString(b []byte) (s, rest []byte, ok bool) {
 	return b[k : k+int(n)], b[k+int(n):], true
 }
 
-// keyScores groups scores that replace every score of their keys
-// (putScores) by key, in the order of each key's first score; a metric
-// given twice for a key keeps its first place and its last score, as the
-// scores table's upsert does.
-func keyScores(scores []Score) [][]Score {
-	at := map[ScoreKey]int{}
-	var out [][]Score
-	for _, x := range scores {
-		k := x.Key()
-		i, ok := at[k]
-		if !ok {
-			at[k] = len(out)
-			out = append(out, []Score{x})
-			continue
-		}
-		replaced := false
-		for j := range out[i] {
-			if out[i][j].Metric == x.Metric {
-				out[i][j], replaced = x, true
-				break
-			}
-		}
-		if !replaced {
-			out[i] = append(out[i], x)
-		}
-	}
-	return out
-}
-
-// rowDigestOf is the digest of a key's scores: theirs, or MixedDigest
-// when they disagree (keyDigest's, in Go).
-func rowDigestOf(scores []Score) string {
-	for _, x := range scores[1:] {
-		if x.Digest != scores[0].Digest {
-			return MixedDigest
-		}
-	}
-	return scores[0].Digest
-}
-
 // packedStatements are the statements that replace a key's packed row.
 type packedStatements struct {
 	del, put *sql.Stmt
@@ -259,16 +218,16 @@ func (p *packedStatements) replace(ctx context.Context, k ScoreKey, scores []Sco
 	return buf, nil
 }
 
-// putPackedScores replaces the packed rows of the keys of scores, which
-// replace every score of their keys (putScores).
-func putPackedScores(ctx context.Context, tx *txn, scores []Score) error {
+// putPackedScores replaces the packed rows of the keys of scores grouped
+// by key (keyScores), which replace every score of their keys (putScores).
+func putPackedScores(ctx context.Context, tx *txn, groups [][]Score) error {
 	p, err := preparePacked(ctx, tx)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	var buf []byte
-	for _, ks := range keyScores(scores) {
+	for _, ks := range groups {
 		if buf, err = p.replace(ctx, ks[0].Key(), ks, buf); err != nil {
 			return err
 		}
@@ -410,9 +369,23 @@ func fillPackedScores(ctx context.Context, tx *txn) error {
 func readPackedRow(ctx context.Context, tx *txn, k ScoreKey, rowid int64) ([]Score, error) {
 	var digest string
 	var packed []byte
-	if err := tx.QueryRowContext(ctx, `SELECT digest, scores FROM packed_scores WHERE rowid=?`, rowid).Scan(&digest, &packed); err != nil {
+	err := tx.QueryRowContext(ctx, `SELECT digest, scores FROM packed_scores WHERE rowid=?`, rowid).Scan(&digest, &packed)
+	var out []Score
+	if err == nil {
+		out, err = unpackedScores(k, packed, digest)
+	}
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `DELETE FROM packed_scores WHERE rowid=?`, rowid)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("pack the scores of %s/%s: %w", k.Task, k.SampleID, err)
 	}
+	return out, nil
+}
+
+// unpackedScores is key k's packed row (under its digest) as its scores,
+// a NULL value NaN.
+func unpackedScores(k ScoreKey, packed []byte, digest string) ([]Score, error) {
 	var out []Score
 	err := unpackScores(packed, []byte(digest), func(p *packedScore) error {
 		x := Score{GenKey: k.GenKey, Task: k.Task, SampleID: k.SampleID, SettingKey: k.SettingKey, Budget: k.Budget, Metric: string(p.metric),
@@ -423,13 +396,7 @@ func readPackedRow(ctx context.Context, tx *txn, k ScoreKey, rowid int64) ([]Sco
 		out = append(out, x)
 		return nil
 	})
-	if err == nil {
-		_, err = tx.ExecContext(ctx, `DELETE FROM packed_scores WHERE rowid=?`, rowid)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pack the scores of %s/%s: %w", k.Task, k.SampleID, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // eachPackedEntry is EachEntry on a SQLite store that keeps
@@ -473,17 +440,11 @@ type packedParser struct {
 // give hands fn the entries of a packed row (none when its generation is
 // not selected).
 func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
-	var at [5]int
-	from := 0
-	for n := range at {
-		k := bytes.IndexByte(raw[from:], p.sep)
-		if k < 0 {
-			return fmt.Errorf("read scores: malformed row %q", raw)
-		}
-		at[n] = from + k
-		from = at[n] + 1
+	f, ok := splitFields(raw, p.sep)
+	if !ok {
+		return fmt.Errorf("read scores: malformed row %q", raw)
 	}
-	genKey, sampleID, task, budget, settingKey, digest := raw[:at[0]], raw[at[0]+1:at[1]], raw[at[1]+1:at[2]], raw[at[2]+1:at[3]], raw[at[3]+1:at[4]], raw[at[4]+1:]
+	genKey, sampleID, task, budget, settingKey, digest := f[0], f[1], f[2], f[3], f[4], f[5]
 	e := &p.last
 	if e.GenKey == "" || e.GenKey != string(genKey) {
 		e.GenKey = string(genKey)
@@ -495,7 +456,6 @@ func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
 	if string(sampleID) != e.SampleID {
 		e.SampleID = string(sampleID)
 	}
-	cellHead := raw[at[1]+1 : at[4]] // task, budget, setting key
 	p.rd.reset(packed, digest)
 	for {
 		ok, err := p.rd.next()
@@ -509,7 +469,10 @@ func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
 		if len(p.settings) > 0 && !p.settings[string(x.setting)] {
 			continue
 		}
-		p.cellKey = append(append(append(append(p.cellKey[:0], cellHead...), p.sep), x.metric...), p.sep)
+		p.cellKey = p.cellKey[:0]
+		for _, part := range [][]byte{task, budget, settingKey, x.metric} {
+			p.cellKey = append(append(p.cellKey, part...), p.sep)
+		}
 		p.cellKey = append(p.cellKey, x.setting...)
 		c, found := p.cells[string(p.cellKey)]
 		if !found {

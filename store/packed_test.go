@@ -8,16 +8,7 @@ import (
 
 // unpacked is a key's scores unpacked from b under the row digest.
 func unpacked(b []byte, rowDigest string) ([]Score, error) {
-	var out []Score
-	err := unpackScores(b, []byte(rowDigest), func(p *packedScore) error {
-		x := Score{Metric: string(p.metric), Setting: string(p.setting), Prediction: string(p.prediction), Digest: string(p.digest), Value: p.value}
-		if p.null {
-			x.Value = math.NaN()
-		}
-		out = append(out, x)
-		return nil
-	})
-	return out, err
+	return unpackedScores(ScoreKey{}, b, rowDigest)
 }
 
 // samePacked reports whether a and b hold the same scores, a NaN or

@@ -75,7 +75,7 @@ func pgPutScores(ctx context.Context, tx *txn, scores []Score) error {
 	if _, err := tx.ExecContext(ctx, pgScoresSQL, rows...); err != nil {
 		return fmt.Errorf("store %d scores: %w", len(scores), err)
 	}
-	return putKeyDigests(ctx, tx, keyDigests(scores))
+	return putKeyDigests(ctx, tx, keyDigests(keyScores(scores)))
 }
 
 // pgKeyDigestsSQL upserts the score_digests rows whose columns are the 6
@@ -160,7 +160,7 @@ func (s *Store) pgCommit(ctx context.Context, owner string, gens []Generation, s
 			RETURNING 1)`
 		args = append(args, rows...)
 		q += `, sd AS (` + renumber(postgresEngine.rebind(pgKeyDigestsSQL), len(args)) + ` RETURNING 1)`
-		args = append(args, pgKeyDigestArgs(keyDigests(scores))...)
+		args = append(args, pgKeyDigestArgs(keyDigests(keyScores(scores)))...)
 	}
 	if owner != "" {
 		q += fmt.Sprintf(`, r AS (DELETE FROM claims WHERE owner=$%d AND gen_key IN (SELECT unnest($1::text[])) RETURNING 1)`, len(args)+1)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -167,15 +166,7 @@ func packedRows(t *testing.T, s *Store) (map[ScoreKey][]Score, []ScoreKey) {
 			t.Fatal(err)
 		}
 		order = append(order, k)
-		if err := unpackScores(packed, []byte(digest), func(p *packedScore) error {
-			x := Score{GenKey: k.GenKey, Task: k.Task, SampleID: k.SampleID, SettingKey: k.SettingKey, Budget: k.Budget, Metric: string(p.metric),
-				Setting: string(p.setting), Prediction: string(p.prediction), Digest: string(p.digest), Value: p.value}
-			if p.null {
-				x.Value = math.NaN()
-			}
-			out[k] = append(out[k], x)
-			return nil
-		}); err != nil {
+		if out[k], err = unpackedScores(k, packed, digest); err != nil {
 			t.Fatal(err)
 		}
 	}

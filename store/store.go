@@ -137,7 +137,6 @@ var migrations = []string{
 		digest TEXT NOT NULL,
 		scores BLOB NOT NULL
 	);`, // and, once filled, a unique index on the key
-
 }
 
 // migrationFill is the step, in Go, that fills what SQLite migration n
@@ -656,10 +655,11 @@ func putScores(ctx context.Context, tx *txn, scores []Score) error {
 			return fmt.Errorf("store score %s of %s/%s: %w", x.Metric, x.Task, x.SampleID, err)
 		}
 	}
-	if err := putKeyDigests(ctx, tx, keyDigests(scores)); err != nil {
+	groups := keyScores(scores)
+	if err := putKeyDigests(ctx, tx, keyDigests(groups)); err != nil {
 		return err
 	}
-	return putPackedScores(ctx, tx, scores)
+	return putPackedScores(ctx, tx, groups)
 }
 
 // keyDigestRow is one key's row of score_digests.
@@ -668,24 +668,54 @@ type keyDigestRow struct {
 	digest string
 }
 
-// keyDigests returns the score_digests rows of scores that replace every
-// score of their keys (putScores): one a key, in the order of its first
-// score, its digest MixedDigest when its scores disagree.
-func keyDigests(scores []Score) []keyDigestRow {
+// keyDigests returns the score_digests rows of scores grouped by key
+// (keyScores): one a key, in the groups' order.
+func keyDigests(groups [][]Score) []keyDigestRow {
+	out := make([]keyDigestRow, len(groups))
+	for i, g := range groups {
+		out[i] = keyDigestRow{g[0].Key(), rowDigestOf(g)}
+	}
+	return out
+}
+
+// keyScores groups scores that replace every score of their keys
+// (putScores) by key, in the order of each key's first score; a metric
+// given twice for a key keeps its first place and its last score, as the
+// scores table's upsert does.
+func keyScores(scores []Score) [][]Score {
 	at := map[ScoreKey]int{}
-	var out []keyDigestRow
+	var out [][]Score
 	for _, x := range scores {
 		k := x.Key()
 		i, ok := at[k]
-		switch {
-		case !ok:
+		if !ok {
 			at[k] = len(out)
-			out = append(out, keyDigestRow{k, x.Digest})
-		case out[i].digest != x.Digest:
-			out[i].digest = MixedDigest
+			out = append(out, []Score{x})
+			continue
+		}
+		replaced := false
+		for j := range out[i] {
+			if out[i][j].Metric == x.Metric {
+				out[i][j], replaced = x, true
+				break
+			}
+		}
+		if !replaced {
+			out[i] = append(out[i], x)
 		}
 	}
 	return out
+}
+
+// rowDigestOf is the digest of a key's scores: theirs, or MixedDigest
+// when they disagree (keyDigest's, in Go).
+func rowDigestOf(scores []Score) string {
+	for _, x := range scores[1:] {
+		if x.Digest != scores[0].Digest {
+			return MixedDigest
+		}
+	}
+	return scores[0].Digest
 }
 
 // putKeyDigests upserts rows of score_digests.
