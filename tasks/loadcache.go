@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"tally/datasets"
+	"tally/internal/atomicfile"
 	"tally/internal/keycache"
 )
 
@@ -143,23 +144,7 @@ func writeLoadCache(file, identity string, r renderedLoad) {
 			return
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".tmp-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(encodeLoad(identity, r))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	atomicfile.Write(file, ".tmp-*", encodeLoad(identity, r))
 }
 
 // Flags of a kept sample.

@@ -5,12 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"tally/internal/atomicfile"
 )
 
 // Fingerprint implements backends.Backend:
@@ -128,22 +129,8 @@ func writeFileAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode fingerprint cache: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := atomicfile.Write(path, ".fingerprints-*.json", data); err != nil {
 		return fmt.Errorf("write fingerprint cache: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".fingerprints-*.json")
-	if err != nil {
-		return fmt.Errorf("write fingerprint cache: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write fingerprint cache %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write fingerprint cache %s: %w", path, err)
 	}
 	return nil
 }

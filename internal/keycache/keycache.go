@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"tally/internal/atomicfile"
 )
 
 // magic starts every cache file (its format's version).
@@ -233,28 +235,8 @@ func (c *Cache) Save() error {
 	binary.LittleEndian.PutUint64(data[countAt:], n)
 	sum := sha256.Sum256(data)
 	data = append(data, sum[:]...)
-	return writeAtomic(c.path, data)
-}
-
-// writeAtomic writes data to a new file beside path and renames it over
-// path.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := atomicfile.Write(c.path, ".keys-*", data); err != nil {
 		return fmt.Errorf("write key cache: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
-	if err != nil {
-		return fmt.Errorf("write key cache: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write key cache %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write key cache %s: %w", path, err)
 	}
 	return nil
 }
