@@ -255,7 +255,9 @@ func scanPackedSource(rows *sql.Rows, more ...any) (Score, error) {
 }
 
 // refreshPackedScores packs again, from the scores stored for them, the
-// rows of keys whose scores a write merged with those stored (Copy).
+// rows of keys whose scores a write merged with those stored (Copy), and
+// sets their score_digests rows (refreshKeyDigests on SQLite), deleting
+// both for a key left with no scores.
 func refreshPackedScores(ctx context.Context, tx *txn, keys []ScoreKey) error {
 	p, err := preparePacked(ctx, tx)
 	if err != nil {
@@ -268,7 +270,13 @@ func refreshPackedScores(ctx context.Context, tx *txn, keys []ScoreKey) error {
 		return err
 	}
 	defer get.Close()
+	noDigest, err := tx.PrepareContext(ctx, `DELETE FROM score_digests WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
+	if err != nil {
+		return err
+	}
+	defer noDigest.Close()
 	var buf []byte
+	var digests [][]Score
 	for _, k := range keys {
 		rows, err := get.QueryContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget)
 		if err != nil {
@@ -287,11 +295,16 @@ func refreshPackedScores(ctx context.Context, tx *txn, keys []ScoreKey) error {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read the scores of %s/%s: %w", k.Task, k.SampleID, err)
 		}
+		if len(scores) > 0 {
+			digests = append(digests, scores)
+		} else if _, err := noDigest.ExecContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget); err != nil {
+			return fmt.Errorf("delete the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
+		}
 		if buf, err = p.replace(ctx, k, scores, buf); err != nil {
 			return err
 		}
 	}
-	return nil
+	return putKeyDigests(ctx, tx, keyDigests(digests))
 }
 
 // fillPackedScores packs the scores of a store that had no packed_scores

@@ -746,8 +746,12 @@ func putKeyDigests(ctx context.Context, tx *txn, rows []keyDigestRow) error {
 // refreshKeyDigests sets the score_digests rows of keys from the scores
 // stored for them (after a write that merges scores with those stored:
 // Copy), deleting those of keys left with none; and, on SQLite, their
-// packed rows, in the order of keys.
+// packed rows, in the order of keys, from the same read of each key's
+// scores (refreshPackedScores).
 func refreshKeyDigests(ctx context.Context, tx *txn, keys []ScoreKey) error {
+	if tx.eng != postgresEngine {
+		return refreshPackedScores(ctx, tx, keys)
+	}
 	del, err := tx.PrepareContext(ctx, `DELETE FROM score_digests WHERE gen_key=? AND task=? AND sample_id=? AND setting_key=? AND budget=?`)
 	if err != nil {
 		return err
@@ -770,10 +774,7 @@ func refreshKeyDigests(ctx context.Context, tx *txn, keys []ScoreKey) error {
 			return fmt.Errorf("refresh the digest of the scores of %s/%s: %w", k.Task, k.SampleID, err)
 		}
 	}
-	if tx.eng == postgresEngine {
-		return nil
-	}
-	return refreshPackedScores(ctx, tx, keys)
+	return nil
 }
 
 // DeleteScores removes every score stored for the given keys (a sample
