@@ -22,10 +22,10 @@ type metricValue struct {
 // (written as the JSON object encoding/json writes for a map).
 type evalValues []metricValue
 
-// finiteValues returns the finite values of vals, sorted by name.
-func finiteValues(vals map[string]float64) evalValues {
-	out := make(evalValues, 0, len(vals))
-	for k, v := range vals {
+// finiteValues returns the finite values of sc, sorted by name.
+func finiteValues(sc *Scored) evalValues {
+	out := make(evalValues, 0, len(sc.values))
+	for k, v := range sc.Values() {
 		if finite(v) {
 			out = append(out, metricValue{k, v})
 		}

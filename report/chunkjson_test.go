@@ -3,8 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -113,12 +115,23 @@ func randomChunk(r *rand.Rand) *browserChunk {
 				for range r.IntN(4) {
 					vals[str()] = chunkFloats[r.IntN(len(chunkFloats))] * float64(1-2*r.IntN(2))
 				}
-				it.Under = append(it.Under, browserEval{Col: r.IntN(9), Cut: r.IntN(50) - 1, Seq: str(), Prediction: str(), Values: finiteValues(vals)})
+				it.Under = append(it.Under, browserEval{Col: r.IntN(9), Cut: r.IntN(50) - 1, Seq: str(), Prediction: str(), Values: finiteValues(scoredOf(vals))})
 			}
 		}
 		c.Items = append(c.Items, it)
 	}
 	return c
+}
+
+// scoredOf is a Scored of the values vals, under their metrics in name
+// order.
+func scoredOf(vals map[string]float64) *Scored {
+	sl := scoredSlab{metrics: slices.Sorted(maps.Keys(vals))}
+	sc := sl.next("", "")
+	for mi, m := range sl.metrics {
+		sc.set(mi, vals[m])
+	}
+	return sc
 }
 
 // FuzzChunkJSON is TestChunkJSON with any text and value.
@@ -131,6 +144,6 @@ func FuzzChunkJSON(f *testing.F) {
 			v = 0
 		}
 		checkChunk(t, &browserChunk{Prompts: []string{s}, Items: []browserItem{{Gold: []string{s}, Text: s, Finish: s, Error: s,
-			Under: []browserEval{{Seq: s, Prediction: s, Values: finiteValues(map[string]float64{s: v, "m": v})}}}}})
+			Under: []browserEval{{Seq: s, Prediction: s, Values: finiteValues(scoredOf(map[string]float64{s: v, "m": v}))}}}}})
 	})
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
@@ -148,13 +148,74 @@ type SampleData struct {
 // Scored is a sample's prediction and metric values under one column.
 type Scored struct {
 	Prediction string
-	Values     map[string]float64
+	// metrics are the task's metrics (TaskData.Metrics) and values the
+	// sample's value under each, where it has one: a few words from a
+	// slab the task's samples share, where a map a sample was most of
+	// what a task's samples held.
+	metrics []string
+	values  []scoredValue
 	// Cut is the byte offset in Text where the setting's stop sequence
 	// matched (-1: it did not cut), and Seq the sequence.
 	Cut int
 	Seq string
-	// Failed is why the sample failed ("": scored); its Values are 0.
+	// Failed is why the sample failed ("": scored); its values are 0.
 	Failed string
+}
+
+// scoredValue is a Scored's value under one metric; ok says it has one.
+type scoredValue struct {
+	v  float64
+	ok bool
+}
+
+// Value returns the sample's value under a metric, and whether it has
+// one.
+func (s *Scored) Value(metric string) (float64, bool) {
+	if i := slices.Index(s.metrics, metric); i >= 0 && s.values[i].ok {
+		return s.values[i].v, true
+	}
+	return 0, false
+}
+
+// Values yields each metric the sample has a value under, with the
+// value, in the order of its task's metrics.
+func (s *Scored) Values() iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		for i, x := range s.values {
+			if x.ok && !yield(s.metrics[i], x.v) {
+				return
+			}
+		}
+	}
+}
+
+// set gives the sample the value v under the task's metric mi.
+func (s *Scored) set(mi int, v float64) { s.values[mi] = scoredValue{v, true} }
+
+// scoredSlab hands out Scoreds and their values from a few large
+// allocations, for a task's samples, which are dropped together.
+type scoredSlab struct {
+	metrics []string
+	scored  []Scored
+	values  []scoredValue
+}
+
+const slabLen = 1024
+
+// next returns a new Scored with no values.
+func (sl *scoredSlab) next(pred string, failed string) *Scored {
+	if len(sl.scored) == 0 {
+		sl.scored = make([]Scored, slabLen)
+	}
+	if len(sl.values) < len(sl.metrics) {
+		sl.values = make([]scoredValue, slabLen*len(sl.metrics))
+	}
+	sc := &sl.scored[0]
+	sl.scored = sl.scored[1:]
+	n := len(sl.metrics)
+	*sc = Scored{Prediction: pred, metrics: sl.metrics, values: sl.values[:n:n], Cut: -1, Failed: failed}
+	sl.values = sl.values[n:]
+	return sc
 }
 
 // Failed reports whether the generation failed (backend error, prompt
@@ -201,57 +262,99 @@ func LoadEach(ctx context.Context, st *store.Store, f store.Filter, opt LoadOpti
 	return load(ctx, st, f, true, opt.Fix, fn)
 }
 
-// series is one (column, metric)'s stored scores in the order read, in
-// chunks (so that a million appends copy nothing).
-type series struct {
-	chunks [][]point
+// chunked is a list in chunks, so that a million appends copy nothing. A
+// chunk grows as a slice does (so that a short list holds little spare
+// room) up to 1<<chunkBits items, then the next one starts.
+type chunked[T any] struct {
+	chunks [][]T
 	n      int
 }
 
-// point is one stored score: the sample (an index into its task's ids),
-// the value and the prediction (an index into its task's preds), and
-// (when samples are read) the generation it scored (an index into the
-// load's generation keys; -1: none). It holds no pointer: the collector
-// never scans a series, of millions of points. The value's bits are two
-// words, so that a point is 20 bytes, not 24 (a float64 would align it to
-// 8): 10 MB less held at 2.4 million scores.
+const chunkBits = 12
+
+// add appends x and returns its position.
+func (l *chunked[T]) add(x T) int32 {
+	if l.n&(1<<chunkBits-1) == 0 {
+		l.chunks = append(l.chunks, nil)
+	}
+	last := len(l.chunks) - 1
+	c := l.chunks[last]
+	if len(c) == cap(c) {
+		grown := make([]T, len(c), min(max(2*cap(c), 64), 1<<chunkBits))
+		copy(grown, c)
+		c = grown
+	}
+	l.chunks[last] = append(c, x)
+	l.n++
+	return int32(l.n - 1)
+}
+
+// at is the item at position k.
+func (l *chunked[T]) at(k int32) *T { return &l.chunks[k>>chunkBits][k&(1<<chunkBits-1)] }
+
+// all yields every item in order.
+func (l *chunked[T]) all() iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		for _, c := range l.chunks {
+			for i := range c {
+				if !yield(&c[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// series is one (column, metric)'s stored scores in the order read; keys
+// are its column's.
+type series struct {
+	chunked[point]
+	keys *chunked[keyRow]
+}
+
+// point is one stored score: its value, and the key it scored (a row of
+// its column's keys). It holds no pointer: the collector never scans a
+// series, of millions of points. The value's bits are two words, so that
+// a point is 12 bytes, not 16 (a float64 would align it to 8).
 type point struct {
-	idx  int32
-	gen  int32
-	pred int32
+	row  int32
 	bits [2]uint32
 }
 
-// newPoint is a point of value v.
-func newPoint(idx, gen, pred int32, v float64) point {
+// keyRow is what the scores of one key (sample, generation, setting,
+// budget) under a column share, held once for all the metrics' points:
+// the sample (an index into its task's ids), the generation it scored (an
+// index into the load's generations; -1: none) and the prediction (an
+// index into its task's preds). At 2.4 million scores of 600,000 keys,
+// points of 12 bytes and key rows hold 36 MB, where points that held the
+// key held 48 MB.
+type keyRow struct {
+	idx, gen, pred int32
+}
+
+// newPoint is a point of value v for key row row.
+func newPoint(row int32, v float64) point {
 	b := math.Float64bits(v)
-	return point{idx, gen, pred, [2]uint32{uint32(b), uint32(b >> 32)}}
+	return point{row, [2]uint32{uint32(b), uint32(b >> 32)}}
 }
 
 // val is the point's value.
 func (p *point) val() float64 { return math.Float64frombits(uint64(p.bits[0]) | uint64(p.bits[1])<<32) }
 
-const chunkBits = 12
+// key is the key row of point p of the series.
+func (s *series) key(p *point) *keyRow { return s.keys.at(p.row) }
 
-// add appends a point. A chunk grows as a slice does (so that a short
-// series holds little spare room) up to 1<<chunkBits points, then the
-// next one starts.
-func (s *series) add(p point) {
-	if s.n&(1<<chunkBits-1) == 0 {
-		s.chunks = append(s.chunks, nil)
+// addScore appends the score v of a key (sample idx, generation gen,
+// prediction pred), adding the key to the column's rows unless it is the
+// last one there (a key's scores come together).
+func (s *series) addScore(idx, gen, pred int32, v float64) {
+	k := keyRow{idx, gen, pred}
+	row := int32(s.keys.n - 1)
+	if row < 0 || *s.keys.at(row) != k {
+		row = s.keys.add(k)
 	}
-	last := len(s.chunks) - 1
-	c := s.chunks[last]
-	if len(c) == cap(c) {
-		grown := make([]point, len(c), min(max(2*cap(c), 64), 1<<chunkBits))
-		copy(grown, c)
-		c = grown
-	}
-	s.chunks[last] = append(c, p)
-	s.n++
+	s.add(newPoint(row, v))
 }
-
-func (s *series) at(k int32) *point { return &s.chunks[k>>chunkBits][k&(1<<chunkBits-1)] }
 
 // taskLoad is what load accumulates for one task.
 type taskLoad struct {
@@ -260,7 +363,8 @@ type taskLoad struct {
 	ids     []string
 	idIdx   map[string]int32
 	metrics map[string]int
-	series  map[[2]int]*series // by (column, metric) index
+	series  map[[2]int]*series       // by (column, metric) index
+	keys    map[int]*chunked[keyRow] // by column index, while read
 	// preds are the predictions points refer to (preds[0] is "": failed
 	// samples'); one for the scores of consecutive points that share it.
 	preds   []string
@@ -270,7 +374,7 @@ type taskLoad struct {
 
 func newTaskLoad(task string) *taskLoad {
 	return &taskLoad{td: &TaskData{Task: task}, colIdx: map[colKey]int{}, idIdx: map[string]int32{},
-		metrics: map[string]int{}, series: map[[2]int]*series{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{},
+		metrics: map[string]int{}, series: map[[2]int]*series{}, keys: map[int]*chunked[keyRow]{}, fails: map[int]map[int32]string{}, budgets: map[int]bool{},
 		preds: []string{""}}
 }
 
@@ -325,7 +429,12 @@ func (tl *taskLoad) metric(m string) int {
 func (tl *taskLoad) seriesOf(ci, mi int) *series {
 	sr := tl.series[[2]int{ci, mi}]
 	if sr == nil {
-		sr = &series{}
+		keys := tl.keys[ci]
+		if keys == nil {
+			keys = &chunked[keyRow]{}
+			tl.keys[ci] = keys
+		}
+		sr = &series{keys: keys}
 		tl.series[[2]int{ci, mi}] = sr
 	}
 	return sr
@@ -343,7 +452,7 @@ func (tl *taskLoad) addFailed(ci int, idx int32, reason string, gen int32, has f
 	}
 	tl.fails[ci][idx] = reason
 	for _, m := range failedMetrics(tl.td.Metrics) {
-		tl.seriesOf(ci, tl.metric(m)).add(newPoint(idx, gen, 0, 0))
+		tl.seriesOf(ci, tl.metric(m)).addScore(idx, gen, 0, 0)
 	}
 	return true
 }
@@ -361,10 +470,8 @@ func (tl *taskLoad) presence() func(ci int, idx int32) bool {
 					h = map[int32]bool{}
 					has[k[0]] = h
 				}
-				for _, ch := range sr.chunks {
-					for _, p := range ch {
-						h[p.idx] = true
-					}
+				for p := range sr.all() {
+					h[sr.key(p).idx] = true
 				}
 			}
 		}
@@ -404,26 +511,6 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		}
 		return tl
 	}
-	// genIdx numbers the generations points refer to (full loads only),
-	// by their keys as 32 bytes (a map the collector need not scan).
-	genIdx := map[[32]byte]int32{}
-	lastKey, lastGen := "", int32(-1)
-	genOf := func(key string) int32 {
-		if !full {
-			return -1
-		}
-		if key == lastKey && lastGen >= 0 {
-			return lastGen
-		}
-		k := keyBytes(key)
-		g, ok := genIdx[k]
-		if !ok {
-			g = int32(len(genIdx))
-			genIdx[k] = g
-		}
-		lastKey, lastGen = key, g
-		return g
-	}
 	var tl *taskLoad
 	// slots caches, per fingerprint and store cell, the column, metric and
 	// series a score goes to.
@@ -436,35 +523,35 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	var slots []*slot
 	lastFP := ""
 	lastID, lastIdx := "", int32(-1)
-	// A full load reads the generations (what the samples show of each,
-	// and the failed ones, which have no scores) beside the scores.
-	type genRead struct {
-		byKey  map[[32]byte]genInfo
-		failed []store.Generation
-		err    error
+	// The failed generations (which have no scores) are read beside the
+	// scores.
+	type failedRead struct {
+		gens []store.Generation
+		err  error
 	}
-	genDone := make(chan genRead, 1)
-	if full {
-		go func() {
-			r := genRead{byKey: map[[32]byte]genInfo{}}
-			r.err = st.EachGeneration(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks}, func(g store.Generation) error {
-				if generate.FailReason(&g) != "" {
-					g.Text = ""
-					r.failed = append(r.failed, g)
-				}
-				r.byKey[keyBytes(g.Key)] = infoOf(&g)
-				return nil
-			})
-			genDone <- r
-		}()
-	}
-	err = st.EachEntry(ctx, f, func(e store.Entry) error {
-		if fix != nil {
-			var keep bool
-			if e, keep, err = fix(e); err != nil || !keep {
-				return err
-			}
+	failedDone := make(chan failedRead, 1)
+	go func() {
+		var r failedRead
+		r.gens, r.err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
+		failedDone <- r
+	}()
+	// A full load reads what the samples show of every generation first,
+	// numbered as the points refer to them; the failed ones by key too.
+	gens := &loadedGens{texts: newGenTexts()}
+	failedGen := map[string]int32{}
+	keepGen := func(n int32, g store.Generation) error {
+		if generate.FailReason(&g) != "" {
+			g.Text = "" // a failed sample shows no continuation
+			failedGen[g.Key] = n
 		}
+		if int(n) != len(gens.infos) {
+			return fmt.Errorf("read generations: generation %d handed over as %d", len(gens.infos), n)
+		}
+		gens.infos = append(gens.infos, gens.texts.info(&g))
+		return nil
+	}
+	// add adds a score to its task's series.
+	add := func(e store.Entry) error {
 		if e.Fingerprint != lastFP || slots == nil {
 			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint
 		}
@@ -493,37 +580,49 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		if e.SampleID != lastID || lastIdx < 0 {
 			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
 		}
-		sl.sr.add(newPoint(lastIdx, genOf(e.GenKey), tl.pred(e.Prediction), e.Value))
+		gen := int32(-1)
+		if full {
+			gen = e.Gen
+		}
+		sl.sr.addScore(lastIdx, gen, tl.pred(e.Prediction), e.Value)
 		return nil
-	})
-	var gens []genInfo
-	var failed []store.Generation
+	}
+	scores := func(fn func(store.Entry) error) error { return st.EachEntry(ctx, f, fn) }
 	if full {
-		r := <-genDone // also when the scan failed: the reader has ended
-		if err == nil {
-			err = r.err
+		scores = func(fn func(store.Entry) error) error { return st.EachEntryAndGeneration(ctx, f, keepGen, fn) }
+	}
+	keep := add
+	if fix != nil {
+		keep = func(e store.Entry) error {
+			e, ok, err := fix(e)
+			if err != nil || !ok {
+				return err
+			}
+			return add(e)
 		}
-		gens = make([]genInfo, len(genIdx))
-		for k, i := range genIdx {
-			gens[i] = r.byKey[k]
-		}
-		failed = r.failed
-	} else if err == nil {
-		failed, err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
+	}
+	err = eachEntryPipelined(ctx, scores, keep)
+	r := <-failedDone // also when the scan failed: the reader has ended
+	if err == nil {
+		err = r.err
 	}
 	if err != nil {
 		return nil, err
 	}
-	addFailures(f, failed, names, taskOf, func(g *store.Generation) int32 {
+	addFailures(f, r.gens, names, taskOf, func(g *store.Generation) int32 {
 		if !full {
 			return -1
 		}
-		i := genOf(g.Key)
-		if int(i) == len(gens) {
-			gens = append(gens, infoOf(g))
+		n, ok := failedGen[g.Key]
+		if !ok { // stored since the generations were read
+			n = int32(len(gens.infos))
+			gens.infos = append(gens.infos, gens.texts.info(g))
 		}
-		return i
+		return n
 	})
+	for _, tl := range byTask {
+		tl.idIdx = nil // every sample is numbered: what follows reads ids
+	}
 	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	if each != nil {
 		return ds, eachTask(ctx, st, ds, byTask, gens, each)
@@ -532,7 +631,7 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 		tl := byTask[td.Task]
 		finishStoreTask(tl)
 		if full {
-			if err := readSamples(ctx, st, tl, gens, false); err != nil {
+			if err := readSamples(ctx, st, tl, gens); err != nil {
 				return nil, err
 			}
 		}
@@ -540,11 +639,73 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	return ds, nil
 }
 
+// eachEntryPipelined is each (a store's EachEntry) with fn called on a goroutine of
+// its own, in batches, in order: the store's reader parses the next
+// scores while fn checks and keeps the last ones. Each side is about half
+// of what one goroutine did (2.4 million scores: 0.36 s of CPU parsing,
+// 0.77 s checking and keeping them). A failure of fn ends the read.
+func eachEntryPipelined(ctx context.Context, each func(func(store.Entry) error) error, fn func(store.Entry) error) error {
+	const batchLen = 256
+	batches := make(chan []store.Entry, 4)
+	free := make(chan []store.Entry, cap(batches)+2)
+	failed := make(chan struct{})
+	fnErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range batches {
+			for i := 0; err == nil && i < len(b); i++ {
+				if err = fn(b[i]); err != nil {
+					close(failed)
+				}
+			}
+			select {
+			case free <- b[:0]:
+			default:
+			}
+		}
+		fnErr <- err
+	}()
+	batch := make([]store.Entry, 0, batchLen)
+	send := func() error {
+		select {
+		case batches <- batch:
+		case <-failed:
+			return errFnFailed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case batch = <-free:
+		default:
+			batch = make([]store.Entry, 0, batchLen)
+		}
+		return nil
+	}
+	err := each(func(e store.Entry) error {
+		batch = append(batch, e)
+		if len(batch) < batchLen {
+			return nil
+		}
+		return send()
+	})
+	if err == nil && len(batch) > 0 {
+		err = send()
+	}
+	close(batches)
+	if e := <-fnErr; e != nil {
+		return e
+	}
+	return err
+}
+
+// errFnFailed ends a read whose consumer failed (with its own error).
+var errFnFailed = errors.New("consumer failed")
+
 // eachTask hands each task, with its samples, to fn in order, reading the
 // next task's samples while fn works on one; once fn is done with a task,
 // its samples, what they were read from and its lists of changed samples
 // go.
-func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens []genInfo, fn func(*TaskData) error) error {
+func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens *loadedGens, fn func(*TaskData) error) error {
 	type read struct {
 		td  *TaskData
 		err error
@@ -556,7 +717,7 @@ func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[stri
 		for _, td := range ds.Tasks {
 			tl := byTask[td.Task]
 			finishStoreTask(tl)
-			err := readSamples(ctx, st, tl, gens, true)
+			err := readSamples(ctx, st, tl, gens)
 			select {
 			case next <- read{td, err}:
 			case <-done:
@@ -631,47 +792,17 @@ func addFailures(f store.Filter, failed []store.Generation, names map[string]mod
 	}
 }
 
-// genInfo is what a sample shows of its generation.
-type genInfo struct {
-	text, finish, err string
-	imported          bool
-	promptTokens      int32
-}
-
-func infoOf(g *store.Generation) genInfo {
-	finish := g.Finish
-	switch finish { // one copy of each common reason
-	case "eos":
-		finish = "eos"
-	case "stop":
-		finish = "stop"
-	case "length":
-		finish = "length"
-	case "context":
-		finish = "context"
-	case "error":
-		finish = "error"
-	}
-	return genInfo{g.Text, finish, g.Error, g.Imported, int32(g.PromptTokens)}
-}
-
-// keyBytes is a generation key as 32 bytes: the SHA-256 a key spells in
-// hexadecimal (as generate.Key makes them), else the SHA-256 of the key.
-func keyBytes(key string) [32]byte {
-	var k [32]byte
-	if len(key) == 64 {
-		if _, err := hex.Decode(k[:], []byte(key)); err == nil {
-			return k
-		}
-	}
-	return sha256.Sum256([]byte(key))
+// loadedGens are the generations a load's points refer to (genInfo).
+type loadedGens struct {
+	infos []genInfo
+	texts *genTexts
 }
 
 // readSamples builds a task's samples (one per sample and model) from its
 // series: each column's prediction and values, the generation's text and
 // how it ended, and the stored sample's prompt, references, metadata and
 // data row.
-func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genInfo, dropGens bool) error {
+func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loadedGens) error {
 	td := tl.td
 	stored, err := st.Samples(ctx, td.Task)
 	if err != nil {
@@ -682,37 +813,35 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens []genI
 	// sample's index: a series is one column's (one fingerprint's), so a
 	// point finds its sample without hashing.
 	bySample := map[string][]*SampleData{}
+	slab := scoredSlab{metrics: td.Metrics}
 	for k, sr := range tl.series {
-		ci, m := k[0], td.Metrics[k[1]]
+		ci, mi := k[0], k[1]
 		c := td.Columns[ci]
 		row := bySample[c.Fingerprint]
 		if row == nil {
 			row = make([]*SampleData, len(tl.ids))
 			bySample[c.Fingerprint] = row
 		}
-		for _, ch := range sr.chunks {
-			for _, p := range ch {
-				sd := row[p.idx]
-				if sd == nil {
-					sd = &SampleData{ID: tl.ids[p.idx], Model: c.Model, Chat: c.Chat, Fingerprint: c.Fingerprint, Index: -1, Under: map[int]*Scored{}}
-					row[p.idx] = sd
-					td.Samples = append(td.Samples, sd)
-				}
-				if sd.Finish == "" && p.gen >= 0 && int(p.gen) < len(gens) {
-					g := &gens[p.gen]
-					sd.Text, sd.Finish, sd.Error, sd.Imported, sd.PromptTokens = g.text, g.finish, g.err, g.imported, int(g.promptTokens)
-					sd.FailReason = generate.FailReason(&store.Generation{Finish: g.finish, Error: g.err, PromptTokens: int(g.promptTokens)})
-					if dropGens {
-						*g = genInfo{} // a generation is one task's: the sample holds it now
-					}
-				}
-				sc := sd.Under[ci]
-				if sc == nil {
-					sc = &Scored{Prediction: tl.preds[p.pred], Values: map[string]float64{}, Cut: -1, Failed: tl.fails[ci][p.idx]}
-					sd.Under[ci] = sc
-				}
-				sc.Values[m] = p.val()
+		for p := range sr.all() {
+			k := sr.key(p)
+			sd := row[k.idx]
+			if sd == nil {
+				sd = &SampleData{ID: tl.ids[k.idx], Model: c.Model, Chat: c.Chat, Fingerprint: c.Fingerprint, Index: -1, Under: map[int]*Scored{}}
+				row[k.idx] = sd
+				td.Samples = append(td.Samples, sd)
 			}
+			if sd.Finish == "" && k.gen >= 0 && int(k.gen) < len(gens.infos) {
+				g := &gens.infos[k.gen]
+				sd.Text, sd.Finish, sd.Error = gens.texts.text(g), gens.texts.finish(g), gens.texts.errText(g)
+				sd.Imported, sd.PromptTokens = g.imported, int(g.promptTokens)
+				sd.FailReason = generate.FailReason(&store.Generation{Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens})
+			}
+			sc := sd.Under[ci]
+			if sc == nil {
+				sc = slab.next(tl.preds[k.pred], tl.fails[ci][k.idx])
+				sd.Under[ci] = sc
+			}
+			sc.set(mi, p.val())
 		}
 	}
 	rank := storedRanks(stored)

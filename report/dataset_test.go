@@ -34,7 +34,7 @@ func referenceRows(td *TaskData) []Row {
 				if sd.Fingerprint != c.Fingerprint || sd.Under[ci] == nil {
 					continue
 				}
-				v, ok := sd.Under[ci].Values[m]
+				v, ok := sd.Under[ci].Value(m)
 				if !ok {
 					continue
 				}
@@ -198,17 +198,38 @@ func FuzzCompareIDs(f *testing.F) {
 	})
 }
 
-// TestPointSize: a score held by a load is 20 bytes (issue 23: 2.4 million
-// of them), and its value comes back bit for bit.
+// TestPointSize: a score held by a load is 12 bytes, and its key row (what
+// a key's scores share) 12 (issue 23: 2.4 million scores of 600,000
+// keys); a value comes back bit for bit; a key's scores under several
+// metrics share one row, and a key met again after another gets a new
+// one.
 func TestPointSize(t *testing.T) {
-	if n := unsafe.Sizeof(point{}); n != 20 {
-		t.Errorf("a point is %d bytes, want 20", n)
+	if n, k := unsafe.Sizeof(point{}), unsafe.Sizeof(keyRow{}); n != 12 || k != 12 {
+		t.Errorf("a point is %d bytes and a key row %d, want 12 and 12", n, k)
 	}
 	for _, v := range []float64{0, math.Copysign(0, -1), 1, 0.1, -3.5e300, math.Inf(1), math.NaN(), math.SmallestNonzeroFloat64} {
-		p := newPoint(1, 2, 3, v)
-		if got := p.val(); math.Float64bits(got) != math.Float64bits(v) || p.idx != 1 || p.gen != 2 || p.pred != 3 {
+		p := newPoint(7, v)
+		if got := p.val(); math.Float64bits(got) != math.Float64bits(v) || p.row != 7 {
 			t.Errorf("newPoint(%v) = %+v, value %v", v, p, got)
 		}
+	}
+	keys := &chunked[keyRow]{}
+	em, f1 := &series{keys: keys}, &series{keys: keys}
+	for i := range 3 * (1 << chunkBits) {
+		k := keyRow{int32(i / 2), int32(i), int32(i % 5)} // each sample twice, under two generations
+		em.addScore(k.idx, k.gen, k.pred, float64(i))
+		f1.addScore(k.idx, k.gen, k.pred, -float64(i))
+		em.addScore(k.idx, k.gen, k.pred, float64(i)+0.5) // the same key again at once: the same row
+	}
+	if keys.n != 3*(1<<chunkBits) || em.n != 2*keys.n || f1.n != keys.n {
+		t.Fatalf("%d key rows, %d and %d points, want %d, %d and %d", keys.n, em.n, f1.n, 3*(1<<chunkBits), 6*(1<<chunkBits), 3*(1<<chunkBits))
+	}
+	i := 0
+	for p := range f1.all() {
+		if k := f1.key(p); *k != (keyRow{int32(i / 2), int32(i), int32(i % 5)}) || p.val() != -float64(i) {
+			t.Fatalf("point %d of f1: key %+v value %v", i, *k, p.val())
+		}
+		i++
 	}
 }
 

@@ -56,11 +56,9 @@ func summarise(f figures) []Row {
 			return pos
 		}
 		k := int32(0)
-		for _, ch := range sr.chunks {
-			for _, p := range ch {
-				pos[p.idx] = k
-				k++
-			}
+		for p := range sr.all() {
+			pos[sr.key(p).idx] = k
+			k++
 		}
 		return pos
 	}
@@ -145,7 +143,7 @@ func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []in
 				continue
 			}
 			if x, y := first.at(k), this.at(j); x.val() != y.val() {
-				ch = append(ch, Changed{ids[id], generate.Mean(x.val()), generate.Mean(y.val()), preds[x.pred], preds[y.pred]})
+				ch = append(ch, Changed{ids[id], generate.Mean(x.val()), generate.Mean(y.val()), preds[first.key(x).pred], preds[this.key(y).pred]})
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, run
 				for mi, m := range td.Metrics {
 					for _, x := range r.Results[j.Task][set.Name][m] {
 						idx := tl.sampleIndex(x.SampleID)
-						tl.seriesOf(ci, mi).add(newPoint(idx, -1, tl.pred(x.Prediction), x.Value))
+						tl.seriesOf(ci, mi).addScore(idx, -1, tl.pred(x.Prediction), x.Value)
 						if x.Failed != "" {
 							if tl.fails[ci] == nil {
 								tl.fails[ci] = map[int32]string{}
@@ -126,6 +126,7 @@ func (r RunResults) fingerprint() string {
 // made of it.
 func addResultSamples(ctx context.Context, st *store.Store, j *generate.Job, runs []RunResults, tl *taskLoad) error {
 	td := tl.td
+	slab := scoredSlab{metrics: td.Metrics}
 	for ri, r := range runs {
 		if r.Plan == nil {
 			continue
@@ -179,7 +180,12 @@ func addResultSamples(ctx context.Context, st *store.Store, j *generate.Job, run
 					continue
 				}
 				ci := ri*len(j.Settings) + si
-				sc := &Scored{Prediction: x.pred, Values: x.vals, Cut: -1, Failed: x.failed}
+				sc := slab.next(x.pred, x.failed)
+				for mi, m := range td.Metrics {
+					if v, ok := x.vals[m]; ok {
+						sc.set(mi, v)
+					}
+				}
 				if m, ok := generate.FindStop(sd.Text, td.Columns[ci].Seqs()); ok && !sd.Imported && x.failed == "" {
 					sc.Cut, sc.Seq = m.Offset, m.Seq
 				}

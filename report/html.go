@@ -193,10 +193,11 @@ func (b *pageBuilder) addTask(td *TaskData) {
 		it := browserItem{Prompt: pi, Gold: goldAnswers(sd.Refs), Text: sd.Text, Finish: sd.Finish, Error: sd.Error, Failed: sd.FailReason,
 			Cut: sd.Imported}
 		changed := 0
-		for mi, m := range td.Metrics {
+		for mi := range td.Metrics {
 			first, seen := 0.0, false
 			for _, sc := range sd.Under {
-				if v, ok := sc.Values[m]; ok {
+				if x := sc.values[mi]; x.ok {
+					v := x.v
 					if seen && v != first && mi < 31 {
 						changed |= 1 << mi
 						break
@@ -213,7 +214,7 @@ func (b *pageBuilder) addTask(td *TaskData) {
 			if sc == nil {
 				continue
 			}
-			it.Under = append(it.Under, browserEval{Col: ci, Cut: utf16Offset(sd.Text, sc.Cut), Seq: sc.Seq, Prediction: sc.Prediction, Values: finiteValues(sc.Values)})
+			it.Under = append(it.Under, browserEval{Col: ci, Cut: utf16Offset(sd.Text, sc.Cut), Seq: sc.Seq, Prediction: sc.Prediction, Values: finiteValues(sc)})
 		}
 		flags := 0
 		if sd.Failed() {
@@ -465,7 +466,7 @@ func metricRange(td *TaskData, metric string) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, sd := range td.Samples {
 		for _, sc := range sd.Under {
-			if v, ok := sc.Values[metric]; ok && finite(v) {
+			if v, ok := sc.Value(metric); ok && finite(v) {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
 		}

@@ -313,7 +313,7 @@ func makeDropView(td *TaskData) *dropView {
 				key = strconv.Quote(sc.Seq)
 			}
 			cut[key]++
-			if x, ok := sc.Values[v.Metric]; ok {
+			if x, ok := sc.Value(v.Metric); ok {
 				sum[types[sd.ID]] += x
 				cnt[types[sd.ID]]++
 			}

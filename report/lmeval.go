@@ -756,7 +756,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 	}
 	if sc.Failed == "" {
 		line.Tally.Scores = map[string]*float64{}
-		for m, v := range sc.Values {
+		for m, v := range sc.Values() {
 			if finite(v) {
 				line.Tally.Scores[m] = &v
 			} else {
@@ -765,7 +765,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		}
 	}
 	for _, m := range g.metrics {
-		v, ok := sc.Values[m]
+		v, ok := sc.Value(m)
 		if !ok && sc.Failed != "" {
 			v, ok = 0, true
 		}

@@ -195,9 +195,17 @@ func (c *Checker) digesterOf(j *generate.Job, task, id string) (_ generate.Score
 // readSamples reads a task's samples as digests read them, holding them
 // (and, unless holdAll, no other task's).
 func (c *Checker) readSamples(task string) (map[string]scoringSample, error) {
-	stored, err := c.st.ScoringSamples(c.ctx, task)
+	m := map[string]scoringSample{}
+	err := c.st.EachScoringSample(c.ctx, task, metadataNull, func(id string, refs, raw []byte) error {
+		meta, err := storedMetadata(raw)
+		if err != nil {
+			err = fmt.Errorf("sample %s/%s: metadata: %w", task, id, err)
+		}
+		m[id] = scoringSample{refs: bytes.Clone(refs), meta: meta, err: err}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read samples of %s: %w", task, err)
+		return nil, err // names the task
 	}
 	if c.read[task] {
 		c.holdAll = true
@@ -206,20 +214,12 @@ func (c *Checker) readSamples(task string) (map[string]scoringSample, error) {
 		clear(c.samples)
 	}
 	c.read[task] = true
-	m := make(map[string]scoringSample, len(stored))
-	for sid, s := range stored {
-		meta, err := storedMetadata(s.Metadata)
-		if err != nil {
-			err = fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
-		}
-		m[sid] = scoringSample{refs: s.Refs, meta: meta, err: err}
-	}
 	c.samples[task] = m
 	return m, nil
 }
 
 // metadataNull begins the metadata column of a sample stored (ToStore)
-// with no metadata of its own.
+// with no metadata of its own: the rest of such a column is not read.
 const metadataNull = `{"metadata":null,`
 
 // storedMetadata is the sample's own metadata in a stored sample's

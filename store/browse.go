@@ -282,9 +282,9 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 	return inv, nil
 }
 
-// keyFingerprints maps every generation key to its model fingerprint
-// (only those of the given fingerprints, when there are any).
-func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genFingerprints, error) {
+// keyFingerprints numbers every generation (only those of the given
+// fingerprints, when there are any) with its model fingerprint.
+func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genIndex, error) {
 	fieldSep := s.fieldSep()
 	q, args := `SELECT concat_ws(?, key, fingerprint) FROM generations`, []any{fieldSep}
 	if len(only) > 0 {
@@ -296,8 +296,7 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genFingerp
 		return nil, fmt.Errorf("read generation keys: %w", err)
 	}
 	defer rows.Close()
-	out := &genFingerprints{digests: map[[32]byte]string{}, other: map[string]string{}}
-	fpOf := make(interner).of
+	out := newGenIndex()
 	var raw sql.RawBytes
 	for rows.Next() {
 		if err := rows.Scan(&raw); err != nil {
@@ -308,35 +307,64 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genFingerp
 		if i < 0 {
 			return nil, fmt.Errorf("read generation keys: malformed row %q", raw)
 		}
-		out.add(raw[:i], fpOf(raw[i+1:]))
+		out.add(raw[:i], raw[i+1:])
 	}
 	return out, rows.Err()
 }
 
-// genFingerprints maps generation keys to their models' fingerprints: a
-// key that spells a SHA-256 in lower-case hexadecimal (as generate.Key
-// makes them) by its 32 bytes, any other by its text. A map of 200,000
-// keys is then a third of the size, and holds no pointer per key for the
-// collector to follow.
-type genFingerprints struct {
-	digests map[[32]byte]string
-	other   map[string]string
+// genIndex numbers generations by key, from 0 in the order added, each
+// with its model's fingerprint: a key that spells a SHA-256 in lower-case
+// hexadecimal (as generate.Key makes them) by its 32 bytes, any other by
+// its text. A map of 200,000 keys is then a third of the size, and holds
+// no pointer per key for the collector to follow.
+type genIndex struct {
+	digests map[[32]byte]genRef
+	other   map[string]genRef
+	n       int32
+	fps     []string
+	fpIdx   map[string]int32
 }
 
-func (m *genFingerprints) add(key []byte, fp string) {
+// genRef is a generation's number and its fingerprint's index.
+type genRef struct{ n, fp int32 }
+
+func newGenIndex() *genIndex {
+	return &genIndex{digests: map[[32]byte]genRef{}, other: map[string]genRef{}, fpIdx: map[string]int32{}}
+}
+
+// add numbers the generation of a key and its model's fingerprint, and
+// returns its number.
+func (m *genIndex) add(key, fp []byte) int32 {
+	fi, ok := m.fpIdx[string(fp)]
+	if !ok {
+		fi = int32(len(m.fps))
+		m.fps = append(m.fps, string(fp))
+		m.fpIdx[string(fp)] = fi
+	}
+	r := genRef{m.n, fi}
+	m.n++
 	if d, ok := hexDigest(key); ok {
-		m.digests[d] = fp
+		m.digests[d] = r
 	} else {
-		m.other[string(key)] = fp
+		m.other[string(key)] = r
 	}
+	return r.n
 }
 
-// of is the fingerprint of a generation key ("": not mapped).
-func (m *genFingerprints) of(key []byte) string {
-	if d, ok := hexDigest(key); ok {
-		return m.digests[d]
+// of is the fingerprint and number of a generation key ("" and -1: not
+// numbered).
+func (m *genIndex) of(key []byte) (string, int32) {
+	var r genRef
+	var ok bool
+	if d, isHex := hexDigest(key); isHex {
+		r, ok = m.digests[d]
+	} else {
+		r, ok = m.other[string(key)]
 	}
-	return m.other[string(key)]
+	if !ok {
+		return "", -1
+	}
+	return m.fps[r.fp], r.n
 }
 
 // hexDigest is the 32 bytes a key of 64 lower-case hexadecimal digits
@@ -373,6 +401,10 @@ type Entry struct {
 	// metric) within one EachEntry call, from 0, so that a caller can
 	// index what it keeps per cell instead of hashing the names.
 	Cell int
+	// Gen numbers the score's generation within one EachEntry call, from
+	// 0 (EachEntryAndGeneration: the number it handed the generation
+	// over with).
+	Gen int32
 	Score
 }
 
@@ -433,6 +465,25 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 	if err != nil {
 		return err
 	}
+	return s.eachEntryOf(ctx, f, fpOf, fn)
+}
+
+// EachEntryAndGeneration is EachEntry that first calls gen with every
+// generation the filter selects (its Settings are ignored), as
+// EachGeneration reads it, and its number, from 0 in the order read, which
+// the entries of its scores carry (Entry.Gen): one read of the
+// generations where EachEntry and EachGeneration made two, and no map of
+// generation keys for the caller to keep.
+func (s *Store) EachEntryAndGeneration(ctx context.Context, f Filter, gen func(n int32, g Generation) error, fn func(Entry) error) error {
+	fpOf, err := s.generationIndex(ctx, f, gen)
+	if err != nil {
+		return err
+	}
+	return s.eachEntryOf(ctx, f, fpOf, fn)
+}
+
+// eachEntryOf is EachEntry with the generations numbered by fpOf.
+func (s *Store) eachEntryOf(ctx context.Context, f Filter, fpOf *genIndex, fn func(Entry) error) error {
 	if s.hasPackedScores() {
 		return s.eachPackedEntry(ctx, f, fpOf, fn)
 	}

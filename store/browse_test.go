@@ -113,13 +113,19 @@ func testBrowse(t *testing.T, newPath func() string) {
 		slices.SortFunc(got, func(a, b Entry) int { return strings.Compare(key(a), key(b)) })
 		slices.SortFunc(want, func(a, b Entry) int { return strings.Compare(key(a), key(b)) })
 		cells := map[[3]string]int{}
+		genOf, keyOf := map[string]int32{}, map[int32]string{}
 		for i := range got {
 			c := [3]string{got[i].Setting, got[i].Metric, got[i].SettingKey}
 			if n, ok := cells[c]; ok && n != got[i].Cell {
 				t.Errorf("cell numbers differ for %v", c)
 			}
 			cells[c] = got[i].Cell
-			got[i].Cell = 0
+			k, n := got[i].GenKey, got[i].Gen
+			if m, ok := genOf[k]; ok && m != n || keyOf[n] != "" && keyOf[n] != k || n < 0 {
+				t.Errorf("generation %s numbered %d, and %d before (or the number another's)", k, n, m)
+			}
+			genOf[k], keyOf[n] = n, k
+			got[i].Cell, got[i].Gen = 0, 0
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("filter %+v: entries\n%+v\nwant\n%+v", f, got, want)
@@ -127,9 +133,9 @@ func testBrowse(t *testing.T, newPath func() string) {
 	}
 }
 
-// TestGenFingerprints: generation keys map to their fingerprints whether
-// or not they spell a digest; a digest in upper case is another key than
-// the same digest in lower case.
+// TestGenFingerprints: generation keys map to their fingerprints and to
+// numbers from 0, one each, whether or not they spell a digest; a digest
+// in upper case is another key than the same digest in lower case.
 func TestGenFingerprints(t *testing.T) {
 	lower := strings.Repeat("0a1b2c3d4e5f6789", 4)
 	keys := map[string]string{
@@ -142,17 +148,20 @@ func TestGenFingerprints(t *testing.T) {
 		strings.Repeat("0", 64): "fp-00",
 		"":                      "fp-empty",
 	}
-	m := &genFingerprints{digests: map[[32]byte]string{}, other: map[string]string{}}
+	m := newGenIndex()
+	n := map[string]int32{}
 	for k, fp := range keys {
-		m.add([]byte(k), fp)
+		n[k] = m.add([]byte(k), []byte(fp))
 	}
+	seen := map[int32]bool{}
 	for k, fp := range keys {
-		if got := m.of([]byte(k)); got != fp {
-			t.Errorf("of(%q) = %q, want %q", k, got, fp)
+		if got, i := m.of([]byte(k)); got != fp || i != n[k] || seen[i] || i < 0 || int(i) >= len(keys) {
+			t.Errorf("of(%q) = %q %d, want %q, %d numbered once from 0", k, got, i, fp, n[k])
 		}
+		seen[n[k]] = true
 	}
-	if got := m.of([]byte(strings.Repeat("1", 64))); got != "" {
-		t.Errorf("an unknown key maps to %q", got)
+	if got, i := m.of([]byte(strings.Repeat("1", 64))); got != "" || i != -1 {
+		t.Errorf("an unknown key maps to %q %d", got, i)
 	}
 	if len(m.digests) != 3 {
 		t.Errorf("%d keys held as digests, want 3", len(m.digests))

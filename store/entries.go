@@ -32,7 +32,7 @@ type entryCell struct {
 type entryParser struct {
 	sep    string
 	folded bool
-	fpOf   *genFingerprints
+	fpOf   *genIndex
 	cells  map[string]entryCell
 	last   Entry
 }
@@ -82,7 +82,7 @@ func (p *entryParser) parse(raw, predRaw []byte, value float64) (_ Entry, ok boo
 	e.Task, e.Budget, e.Metric, e.Setting, e.SettingKey, e.Cell = c.task, c.budget, c.metric, c.setting, c.settingKey, c.id
 	if e.GenKey == "" || e.GenKey != string(genKey) {
 		e.GenKey = string(genKey)
-		e.Fingerprint = p.fpOf.of(genKey)
+		e.Fingerprint, e.Gen = p.fpOf.of(genKey)
 	}
 	return *e, e.Fingerprint != "", nil
 }
@@ -169,7 +169,7 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 		out.addValue(raw, nil, value)
 		return nil
 	}
-	return s.inRangesOrdered(ctx, "scores", q, conds, args, scan, func(r *rangeRows) error {
+	return s.inRangesOrdered(ctx, "scores", "read scores", q, conds, args, scan, func(r *rangeRows) error {
 		return r.each(func(raw, _ []byte, v float64) error { return p.give(raw, nil, v, fn) })
 	})
 }
@@ -181,12 +181,12 @@ func (s *Store) eachEntryInRanges(ctx context.Context, q string, conds []string,
 // the driver's work (most of a scan's) on every core while use works. q
 // is the query without its WHERE clause (its first argument args[0]),
 // conds its conditions (ANDed, their arguments the rest of args); scan
-// reads a row into a range's rows.
-func (s *Store) inRangesOrdered(ctx context.Context, table, q string, conds []string, args []any,
+// reads a row into a range's rows; what names the read in its errors.
+func (s *Store) inRangesOrdered(ctx context.Context, table, what, q string, conds []string, args []any,
 	scan func(*sql.Rows, *rangeRows) error, use func(*rangeRows) error) error {
 	var lo, hi sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, rowidBounds(table)).Scan(&lo, &hi); err != nil {
-		return fmt.Errorf("read scores: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if !lo.Valid {
 		return nil // no rows
@@ -196,18 +196,18 @@ func (s *Store) inRangesOrdered(ctx context.Context, table, q string, conds []st
 		out.buf, out.ends, out.values = out.buf[:0], out.ends[:0], out.values[:0]
 		rows, err := s.db.QueryContext(ctx, q, append([]any{args[0], from, from + entryRange}, args[1:]...)...)
 		if err != nil {
-			out.err = fmt.Errorf("read scores: %w", err)
+			out.err = fmt.Errorf("%s: %w", what, err)
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			if err := scan(rows, out); err != nil {
-				out.err = fmt.Errorf("read scores: %w", err)
+				out.err = fmt.Errorf("%s: %w", what, err)
 				return
 			}
 		}
 		if err := rows.Err(); err != nil {
-			out.err = fmt.Errorf("read scores: %w", err)
+			out.err = fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	ranges := int((hi.Int64-lo.Int64)/entryRange) + 1

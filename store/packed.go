@@ -415,7 +415,7 @@ func unpackedScores(k ScoreKey, packed []byte, digest string) ([]Score, error) {
 // eachPackedEntry is EachEntry on a SQLite store that keeps
 // packed_scores: its rows read in ranges on several cores (inRangesOrdered)
 // and unpacked into entries, in storage order.
-func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genFingerprints, fn func(Entry) error) error {
+func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genIndex, fn func(Entry) error) error {
 	sep := s.fieldSep()
 	q := `SELECT concat_ws(?, gen_key, sample_id, task, budget, setting_key, digest), scores FROM packed_scores`
 	conds, args := entryConds(f, false, sep) // settings: by each score's name
@@ -432,7 +432,7 @@ func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genFingerpr
 		out.add(raw, packed)
 		return nil
 	}
-	return s.inRangesOrdered(ctx, "packed_scores", q, conds, args, scan, func(r *rangeRows) error {
+	return s.inRangesOrdered(ctx, "packed_scores", "read scores", q, conds, args, scan, func(r *rangeRows) error {
 		return r.each(func(raw, packed []byte, _ float64) error { return p.give(raw, packed, fn) })
 	})
 }
@@ -442,7 +442,7 @@ func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genFingerpr
 // again, and cells are numbered as met.
 type packedParser struct {
 	sep      byte
-	fpOf     *genFingerprints
+	fpOf     *genIndex
 	settings map[string]bool // the settings selected (all when empty)
 	cells    map[string]entryCell
 	cellKey  []byte
@@ -461,7 +461,7 @@ func (p *packedParser) give(raw, packed []byte, fn func(Entry) error) error {
 	e := &p.last
 	if e.GenKey == "" || e.GenKey != string(genKey) {
 		e.GenKey = string(genKey)
-		e.Fingerprint = p.fpOf.of(genKey)
+		e.Fingerprint, e.Gen = p.fpOf.of(genKey)
 	}
 	if e.Fingerprint == "" {
 		return nil

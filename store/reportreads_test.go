@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,97 @@ func testReportReadsRedactErrors(t *testing.T, newPath func() string) {
 	for read, e := range reads {
 		if strings.Contains(e, secret) || !strings.Contains(e, "Incorrect API key provided") {
 			t.Errorf("%s: error %q, want the key masked", read, e)
+		}
+	}
+}
+
+// TestEachEntryAndGeneration: the generations handed over before the
+// entries are those EachGeneration reads, field for field (separator bytes
+// in a text or an error included), numbered from 0 in the order handed
+// over; the entries are EachEntry's, in its order, each carrying its
+// generation's number; over several ranges of a SQLite store's rows, and
+// under a filter.
+func TestEachEntryAndGeneration(t *testing.T) { engines(t, testEachEntryAndGeneration) }
+
+func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s := openAt(t, newPath())
+	n := entryRange + 300 // two ranges of generations
+	sep := s.fieldSep()   // the byte the engine's reads join fields with
+	var gens []Generation
+	var scores []Score
+	for i := range n {
+		g := gen(i)
+		g.Fingerprint, g.Task = fmt.Sprint("fp", i%3), fmt.Sprint("t", i%4)
+		switch {
+		case i%7 == 0:
+			g.Finish, g.Error, g.Text = "error", "HTTP 500: "+sep+"| broken", ""
+		case i%5 == 0:
+			g.Text = "a" + sep + "b" + sep
+		case i%11 == 0:
+			g.Imported, g.Text = true, ""
+		}
+		g.PromptTokens = i
+		gens = append(gens, g)
+		if i%4 != 1 {
+			for _, m := range []string{"em", "f1"} {
+				scores = append(scores, Score{GenKey: g.Key, Task: g.Task, SampleID: g.SampleID, Setting: "nl", SettingKey: "\n", Budget: 8,
+					Metric: m, Value: float64(i), Prediction: fmt.Sprint("p", i), Digest: "d"})
+			}
+		}
+	}
+	if err := s.PutGenerations(ctx, gens, scores); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Filter{{}, {Fingerprints: []string{"fp1", "fp2"}, Tasks: []string{"t0", "t2", "t3"}}} {
+		want := map[string]Generation{}
+		if err := s.EachGeneration(ctx, f, func(g Generation) error {
+			want[g.Key] = g
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var wantEntries []Entry
+		if err := s.EachEntry(ctx, f, func(e Entry) error {
+			wantEntries = append(wantEntries, e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		num := map[string]int32{}
+		var got []Entry
+		err := s.EachEntryAndGeneration(ctx, f, func(k int32, g Generation) error {
+			if int(k) != len(num) {
+				t.Fatalf("generation %s numbered %d after %d", g.Key, k, len(num))
+			}
+			if _, dup := num[g.Key]; dup || !reflect.DeepEqual(g, want[g.Key]) {
+				t.Errorf("generation %q handed over as %+v, EachGeneration reads %+v", g.Key, g, want[g.Key])
+			}
+			num[g.Key] = k
+			return nil
+		}, func(e Entry) error {
+			if k, ok := num[e.GenKey]; !ok || e.Gen != k {
+				t.Fatalf("entry of %s carries generation %d, handed over as %d (%v)", e.GenKey, e.Gen, k, ok)
+			}
+			got = append(got, e)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(num) != len(want) || len(want) == 0 {
+			t.Errorf("filter %+v: %d generations handed over, EachGeneration reads %d", f, len(num), len(want))
+		}
+		strip := func(es []Entry) []Entry {
+			out := make([]Entry, len(es))
+			for i, e := range es {
+				e.Gen, e.Cell = 0, 0
+				out[i] = e
+			}
+			return out
+		}
+		if !reflect.DeepEqual(strip(got), strip(wantEntries)) || len(got) == 0 {
+			t.Errorf("filter %+v: %d entries, EachEntry reads %d (or not the same, in its order)", f, len(got), len(wantEntries))
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -412,32 +413,15 @@ func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
 
 // Samples returns the stored samples of a task, by id.
 func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, error) {
-	return s.readSamples(ctx, task, true)
-}
-
-// ScoringSamples returns the stored samples of a task, by id, without
-// their prompts: what checking a score's digest reads (references and
-// metadata), a fraction of Samples' bytes on a task of long prompts.
-func (s *Store) ScoringSamples(ctx context.Context, task string) (map[string]Sample, error) {
-	return s.readSamples(ctx, task, false)
-}
-
-// readSamples reads the stored samples of a task, by id, with their
-// prompts or without (left empty).
-func (s *Store) readSamples(ctx context.Context, task string, prompts bool) (map[string]Sample, error) {
-	prompt := "''"
-	if prompts {
-		prompt = "prompt"
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id,`+prompt+`,refs,metadata FROM samples WHERE task=?`, task)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,metadata FROM samples WHERE task=?`, task)
 	if err != nil {
 		return nil, fmt.Errorf("read samples of %s: %w", task, err)
 	}
 	defer rows.Close()
 	out := map[string]Sample{}
+	x := Sample{Task: task} // scanned into in place: one allocation, not one a row
+	var refs, meta string
 	for rows.Next() {
-		x := Sample{Task: task}
-		var refs, meta string
 		if err := rows.Scan(&x.ID, &x.Prompt, &refs, &meta); err != nil {
 			return nil, fmt.Errorf("read samples of %s: %w", task, err)
 		}
@@ -448,6 +432,36 @@ func (s *Store) readSamples(ctx context.Context, task string, prompts bool) (map
 		return nil, fmt.Errorf("read samples of %s: %w", task, err)
 	}
 	return out, nil
+}
+
+// EachScoringSample calls fn with each stored sample of a task as a
+// score's digest reads it: its id, references and metadata, without its
+// prompt. A metadata column that begins with cut is handed over as cut
+// alone, the rest of it not read: datasets.Stored begins the column of a
+// sample with no metadata of its own with a prefix that says so, and puts
+// the sample's data row after it, most of the column's bytes, which no
+// digest reads. refs and metadata are fn's only until it returns.
+func (s *Store) EachScoringSample(ctx context.Context, task, cut string, fn func(id string, refs, metadata []byte) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,CASE WHEN substr(metadata,1,?)=? THEN ? ELSE metadata END FROM samples WHERE task=?`,
+		utf8.RuneCountInString(cut), cut, cut, task)
+	if err != nil {
+		return fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	defer rows.Close()
+	var id string
+	var refs, meta sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&id, &refs, &meta); err != nil {
+			return fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		if err := fn(id, refs, meta); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	return nil
 }
 
 // Sample returns one stored sample; ok is false when it is not stored.

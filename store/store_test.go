@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,8 +181,9 @@ func BenchmarkReadGenerations100k(b *testing.B) {
 }
 
 // TestScoringSamples: a task's samples read for scoring checks are its
-// samples without their prompts, and one sample read by its id is the
-// sample stored (none for an id or task not stored).
+// samples without their prompts, metadata that begins with the cut read
+// as the cut alone, and one sample read by its id is the sample stored
+// (none for an id or task not stored).
 func TestScoringSamples(t *testing.T) { engines(t, testScoringSamples) }
 
 func testScoringSamples(t *testing.T, newPath func() string) {
@@ -191,9 +193,12 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	const cut = `{"metadata":null,`
 	put := []Sample{
 		{Task: "t", ID: "1", Prompt: "Q: one\x00two", Refs: json.RawMessage(`["1"]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":""}`)},
 		{Task: "t", ID: "2", Prompt: "Q: two", Refs: json.RawMessage(`["2"]`), Metadata: json.RawMessage(`{"metadata":{"a":1},"share_key":"k"}`)},
+		{Task: "t", ID: "3", Prompt: "Q: é", Refs: json.RawMessage(`["é"]`), Metadata: json.RawMessage(`{"metadata":nul`)},
+		{Task: "t", ID: "4", Prompt: "", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"métadata":null,"x":1}`)},
 		{Task: "u", ID: "1", Prompt: "other task", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{}`)},
 	}
 	if err := s.PutSamples(ctx, put); err != nil {
@@ -203,16 +208,22 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	light, err := s.ScoringSamples(ctx, "t")
-	if err != nil {
+	light := map[string]Sample{}
+	if err := s.EachScoringSample(ctx, "t", cut, func(id string, refs, meta []byte) error {
+		light[id] = Sample{Task: "t", ID: id, Refs: bytes.Clone(refs), Metadata: bytes.Clone(meta)}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(light) != 2 || len(all) != 2 {
-		t.Fatalf("%d samples for scoring, %d in all, want 2", len(light), len(all))
+	if len(light) != 4 || len(all) != 4 {
+		t.Fatalf("%d samples for scoring, %d in all, want 4", len(light), len(all))
 	}
 	for id, x := range all {
 		want := x
 		want.Prompt = ""
+		if bytes.HasPrefix(x.Metadata, []byte(cut)) {
+			want.Metadata = json.RawMessage(cut)
+		}
 		if !reflect.DeepEqual(light[id], want) {
 			t.Errorf("sample %s for scoring: %+v, want %+v", id, light[id], want)
 		}
@@ -221,7 +232,7 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 			t.Errorf("Sample(t, %s) = %+v %v %v, want %+v", id, one, ok, err, x)
 		}
 	}
-	for _, k := range [][2]string{{"t", "3"}, {"v", "1"}} {
+	for _, k := range [][2]string{{"t", "9"}, {"v", "1"}} {
 		if x, ok, err := s.Sample(ctx, k[0], k[1]); ok || err != nil {
 			t.Errorf("Sample(%s, %s) = %+v %v %v, want none", k[0], k[1], x, ok, err)
 		}
