@@ -72,6 +72,7 @@ func summarise(f figures) []Row {
 		}
 	}
 	var rows []Row
+	pairs := make([]float64, 2*len(ids)) // pairColumns' room, reused
 	for mi, m := range td.Metrics {
 		positions := make([][]int32, len(td.Columns))
 		posOf := func(ci int) []int32 {
@@ -87,7 +88,7 @@ func summarise(f figures) []Row {
 			}
 			pos := posOf(ci)
 			row := Row{Task: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Chat: c.Chat, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget}
-			vals := make([]float64, 0, len(ids))
+			vals := pairs[:0:len(ids)] // the room pairColumns takes later
 			fails := f.fails[ci]
 			for _, id := range byNum {
 				k := pos[id]
@@ -109,7 +110,7 @@ func summarise(f figures) []Row {
 			}
 			if b := f.base[ci]; b >= 0 && b != ci {
 				row.Against = td.Columns[b].Label
-				row.Diff, row.Changed = pairColumns(ids, f.preds, byStr, f.ser[[2]int{b, mi}], posOf(b), sr, pos)
+				row.Diff, row.Changed = pairColumns(ids, f.preds, byStr, f.ser[[2]int{b, mi}], posOf(b), sr, pos, pairs)
 			}
 			rows = append(rows, row)
 		}
@@ -119,9 +120,9 @@ func summarise(f figures) []Row {
 
 // pairColumns pairs a column's values with its base column's by sample
 // and returns the paired difference (this minus base) and the samples
-// whose value changed.
-func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []int32, this *series, thisAt []int32) (*Interval, []Changed) {
-	var a, b []float64
+// whose value changed. room holds the pairs (twice the samples).
+func pairColumns(ids, preds []string, byStr []int32, first *series, firstAt []int32, this *series, thisAt []int32, room []float64) (*Interval, []Changed) {
+	a, b := room[:0:len(ids)], room[len(ids):len(ids)]
 	changed := 0
 	for _, id := range byStr {
 		k, j := firstAt[id], thisAt[id]
