@@ -469,11 +469,14 @@ func (s *Store) EachEntry(ctx context.Context, f Filter, fn func(Entry) error) e
 }
 
 // EachEntryAndGeneration is EachEntry that first calls gen with every
-// generation the filter selects (its Settings are ignored), as
-// EachGeneration reads it, and its number, from 0 in the order read, which
-// the entries of its scores carry (Entry.Gen): one read of the
-// generations where EachEntry and EachGeneration made two, and no map of
-// generation keys for the caller to keep.
+// generation the filter selects (its Settings are ignored) and its
+// number, from 0 in the order read, which the entries of its scores carry
+// (Entry.Gen). A generation comes with what a report shows of it: its key,
+// text, how it ended (finish, the error redacted), its prompt's length and
+// whether it was imported, not its model, task, sample, budget, stop
+// record or token ids (FailedGenerations reads those of the failed ones).
+// One read of the generations numbers them and resolves the entries'
+// fingerprints, and the caller keeps no map of generation keys.
 func (s *Store) EachEntryAndGeneration(ctx context.Context, f Filter, gen func(n int32, g Generation) error, fn func(Entry) error) error {
 	fpOf, err := s.generationIndex(ctx, f, gen)
 	if err != nil {

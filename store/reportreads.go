@@ -43,31 +43,20 @@ func (s *Store) FailedGenerations(ctx context.Context, f Filter) ([]Generation, 
 	return out, rows.Err()
 }
 
-// EachGeneration calls fn with every generation the filter selects (its
-// Settings are ignored), in no particular order, with what a report shows
-// of a continuation and no more: its key, text, how it ended (finish, the
-// error redacted), its prompt's length and whether it was imported. Its
-// model, task, sample, budget, stop record and token ids are not read
-// (FailedGenerations reads them for the failed ones): a report reads every
-// generation, and each column read costs (the six left out took a sixth
-// of the HTML report's time on a store of 200,000 generations).
-func (s *Store) EachGeneration(ctx context.Context, f Filter, fn func(Generation) error) error {
-	return s.eachShownGeneration(ctx, f, false, func(g *Generation, _, _ []byte) error { return fn(*g) })
-}
-
 // generationIndex numbers the generations the filter selects, handing
-// each to gen as EachGeneration reads it, with its number.
+// each to gen as EachEntryAndGeneration does. Only the columns a report
+// shows are read: each column read costs (the six left out took a sixth
+// of the HTML report's time on a store of 200,000 generations).
 func (s *Store) generationIndex(ctx context.Context, f Filter, gen func(int32, Generation) error) (*genIndex, error) {
 	out := newGenIndex()
 	give := func(g *Generation, key, fp []byte) error { return gen(out.add(key, fp), *g) }
 	if s.db.eng == postgresEngine {
-		return out, s.eachShownGeneration(ctx, f, true, give)
+		return out, s.eachShownGeneration(ctx, f, give)
 	}
 	return out, s.shownGenerationsInRanges(ctx, f, give)
 }
 
-// shownGenerationsInRanges is eachShownGeneration with fingerprints on a
-// SQLite store: the generations in storage order, read in ranges on
+// shownGenerationsInRanges is eachShownGeneration on a SQLite store: the generations in storage order, read in ranges on
 // every core (inRangesOrdered), as two columns: the error and the text
 // joined (their split given by the error's length in bytes), and every
 // other field joined before the fingerprint (last: it may hold anything).
@@ -113,21 +102,17 @@ func (s *Store) shownGenerationsInRanges(ctx context.Context, f Filter, fn func(
 	})
 }
 
-// eachShownGeneration reads the generations EachGeneration reads, and
-// hands fn each with its key's bytes and, when fps is set, its model's
+// eachShownGeneration reads what generationIndex hands over of the
+// generations, and hands fn each with its key's bytes and its model's
 // fingerprint's (neither of which outlive the call).
-func (s *Store) eachShownGeneration(ctx context.Context, f Filter, fps bool, fn func(g *Generation, key, fp []byte) error) error {
+func (s *Store) eachShownGeneration(ctx context.Context, f Filter, fn func(g *Generation, key, fp []byte) error) error {
 	sep := s.fieldSep()
-	id, args := "key", []any{}
-	if fps {
-		id, args = "concat_ws(?, key, fingerprint)", append(args, sep)
-	}
-	q := `SELECT ` + id + `,prompt_tokens,text,finish,error,imported FROM generations`
+	q := `SELECT concat_ws(?, key, fingerprint),prompt_tokens,text,finish,error,imported FROM generations`
 	where, wargs := f.where("")
 	if where != "" {
 		q += " WHERE " + where
 	}
-	rows, err := s.db.QueryContext(ctx, q, append(args, wargs...)...)
+	rows, err := s.db.QueryContext(ctx, q, append([]any{sep}, wargs...)...)
 	if err != nil {
 		return fmt.Errorf("read generations: %w", err)
 	}
@@ -138,15 +123,12 @@ func (s *Store) eachShownGeneration(ctx context.Context, f Filter, fps bool, fn 
 		if err := rows.Scan(&raw, &g.PromptTokens, &g.Text, &g.Finish, &g.Error, &g.Imported); err != nil {
 			return fmt.Errorf("read generations: %w", err)
 		}
-		key, fp := []byte(raw), []byte(nil)
-		if fps {
-			// The key is hexadecimal; the fingerprint is the rest.
-			i := bytes.IndexByte(raw, sep[0])
-			if i < 0 {
-				return fmt.Errorf("read generations: malformed row %q", raw)
-			}
-			key, fp = raw[:i], raw[i+1:]
+		// The key is hexadecimal; the fingerprint is the rest.
+		i := bytes.IndexByte(raw, sep[0])
+		if i < 0 {
+			return fmt.Errorf("read generations: malformed row %q", raw)
 		}
+		key, fp := raw[:i], raw[i+1:]
 		g.Key, g.Error = string(key), redact.String(g.Error)
 		if err := fn(&g, key, fp); err != nil {
 			return err

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestReportReadsRedactErrors: an error stored unredacted (by a tally
 // older than redaction on write) is masked by the reads `tally report`
-// makes of a store, FailedGenerations and EachGeneration, as it is by
+// makes of a store, FailedGenerations and EachEntryAndGeneration, as it is by
 // Generations.
 func TestReportReadsRedactErrors(t *testing.T) { engines(t, testReportReadsRedactErrors) }
 
@@ -33,10 +34,10 @@ func testReportReadsRedactErrors(t *testing.T, newPath func() string) {
 		t.Fatalf("FailedGenerations: %v %v", failed, err)
 	}
 	reads["FailedGenerations"] = failed[0].Error
-	if err := s.EachGeneration(ctx, Filter{}, func(g Generation) error {
-		reads["EachGeneration"] = g.Error
+	if err := s.EachEntryAndGeneration(ctx, Filter{}, func(_ int32, g Generation) error {
+		reads["EachEntryAndGeneration"] = g.Error
 		return nil
-	}); err != nil {
+	}, func(Entry) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Generations(ctx, "", []string{g.Key})
@@ -52,9 +53,9 @@ func testReportReadsRedactErrors(t *testing.T, newPath func() string) {
 }
 
 // TestEachEntryAndGeneration: the generations handed over before the
-// entries are those EachGeneration reads, field for field (separator bytes
-// in a text or an error included), numbered from 0 in the order handed
-// over; the entries are EachEntry's, in its order, each carrying its
+// entries are those the filter selects, with what a report shows of them
+// as stored (separator bytes in a text or an error included), numbered
+// from 0 in the order handed over; the entries are EachEntry's, in its order, each carrying its
 // generation's number; over several ranges of a SQLite store's rows, and
 // under a filter.
 func TestEachEntryAndGeneration(t *testing.T) { engines(t, testEachEntryAndGeneration) }
@@ -90,12 +91,20 @@ func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
 		t.Fatal(err)
 	}
 	for _, f := range []Filter{{}, {Fingerprints: []string{"fp1", "fp2"}, Tasks: []string{"t0", "t2", "t3"}}} {
+		// What a report shows of each generation the filter selects.
 		want := map[string]Generation{}
-		if err := s.EachGeneration(ctx, f, func(g Generation) error {
-			want[g.Key] = g
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+		var keys []string
+		for _, g := range gens {
+			if (len(f.Fingerprints) == 0 || slices.Contains(f.Fingerprints, g.Fingerprint)) && (len(f.Tasks) == 0 || slices.Contains(f.Tasks, g.Task)) {
+				keys = append(keys, g.Key)
+			}
+		}
+		stored, err := s.Generations(ctx, "", keys)
+		if err != nil || len(stored) != len(keys) {
+			t.Fatalf("Generations: %d of %d, %v", len(stored), len(keys), err)
+		}
+		for k, g := range stored {
+			want[k] = Generation{Key: g.Key, Text: g.Text, Finish: g.Finish, Error: g.Error, PromptTokens: g.PromptTokens, Imported: g.Imported}
 		}
 		var wantEntries []Entry
 		if err := s.EachEntry(ctx, f, func(e Entry) error {
@@ -106,12 +115,12 @@ func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
 		}
 		num := map[string]int32{}
 		var got []Entry
-		err := s.EachEntryAndGeneration(ctx, f, func(k int32, g Generation) error {
+		err = s.EachEntryAndGeneration(ctx, f, func(k int32, g Generation) error {
 			if int(k) != len(num) {
 				t.Fatalf("generation %s numbered %d after %d", g.Key, k, len(num))
 			}
 			if _, dup := num[g.Key]; dup || !reflect.DeepEqual(g, want[g.Key]) {
-				t.Errorf("generation %q handed over as %+v, EachGeneration reads %+v", g.Key, g, want[g.Key])
+				t.Errorf("generation %q handed over as %+v, want %+v", g.Key, g, want[g.Key])
 			}
 			num[g.Key] = k
 			return nil
@@ -126,7 +135,7 @@ func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
 			t.Fatal(err)
 		}
 		if len(num) != len(want) || len(want) == 0 {
-			t.Errorf("filter %+v: %d generations handed over, EachGeneration reads %d", f, len(num), len(want))
+			t.Errorf("filter %+v: %d generations handed over, %d selected", f, len(num), len(want))
 		}
 		strip := func(es []Entry) []Entry {
 			out := make([]Entry, len(es))
