@@ -15,6 +15,11 @@ type Stored struct {
 	Target   *string         `json:"target,omitempty"`
 }
 
+// StoredNoMetadata begins the JSON of a Stored whose sample has no
+// metadata of its own, as encoding/json writes it (Metadata is the first
+// field): a reader that needs only the metadata can stop there.
+const StoredNoMetadata = `{"metadata":null,`
+
 // ToStored is the stored metadata of a sample.
 func ToStored(s Sample) Stored {
 	return Stored{Metadata: s.Metadata, ShareKey: s.ShareKey, Index: s.Index, Doc: s.Doc, Target: s.Target}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tally/datasets"
 	"tally/generate"
 	"tally/store"
 )
@@ -245,11 +246,16 @@ type LoadOptions struct {
 	// returns it, with its Value changed to replace a stale score by its
 	// recomputation, or false to drop it.
 	Fix func(store.Entry) (store.Entry, bool, error)
+	// NoDataRows reads each sample without its data row, rendered target
+	// and index in the task's data (SampleData's Doc, Target and Index):
+	// the HTML page shows none of them, and they are most of a stored
+	// sample's metadata column.
+	NoDataRows bool
 }
 
 // LoadWith is Load or LoadSummary with options.
 func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions) (*Dataset, error) {
-	return load(ctx, st, f, !opt.Summary, opt.Fix, nil)
+	return load(ctx, st, f, opt, nil)
 }
 
 // LoadEach is Load one task at a time: each task is handed to fn with its
@@ -259,7 +265,8 @@ func LoadWith(ctx context.Context, st *store.Store, f store.Filter, opt LoadOpti
 // has every task's figures, but no samples and no lists of changed
 // samples (they were fn's to show).
 func LoadEach(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, fn func(*TaskData) error) (*Dataset, error) {
-	return load(ctx, st, f, true, opt.Fix, fn)
+	opt.Summary = false
+	return load(ctx, st, f, opt, fn)
 }
 
 // chunked is a list in chunks, so that a million appends copy nothing. A
@@ -494,8 +501,12 @@ func recordedSettings(stops json.RawMessage) []generate.StopSetting {
 	return rec.Settings
 }
 
-func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix func(store.Entry) (store.Entry, bool, error),
-	each func(*TaskData) error) (*Dataset, error) {
+func load(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, each func(*TaskData) error) (*Dataset, error) {
+	full, fix := !opt.Summary, opt.Fix
+	cut := "" // the metadata column read whole, or up to what shows no metadata
+	if opt.NoDataRows {
+		cut = datasets.StoredNoMetadata
+	}
 	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
@@ -625,13 +636,13 @@ func load(ctx context.Context, st *store.Store, f store.Filter, full bool, fix f
 	}
 	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	if each != nil {
-		return ds, eachTask(ctx, st, ds, byTask, gens, each)
+		return ds, eachTask(ctx, st, ds, byTask, gens, cut, each)
 	}
 	for _, td := range ds.Tasks {
 		tl := byTask[td.Task]
 		finishStoreTask(tl)
 		if full {
-			if err := readSamples(ctx, st, tl, gens); err != nil {
+			if err := readSamples(ctx, st, tl, gens, cut); err != nil {
 				return nil, err
 			}
 		}
@@ -705,7 +716,7 @@ var errFnFailed = errors.New("consumer failed")
 // next task's samples while fn works on one; once fn is done with a task,
 // its samples, what they were read from and its lists of changed samples
 // go.
-func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens *loadedGens, fn func(*TaskData) error) error {
+func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[string]*taskLoad, gens *loadedGens, cut string, fn func(*TaskData) error) error {
 	type read struct {
 		td  *TaskData
 		err error
@@ -717,7 +728,7 @@ func eachTask(ctx context.Context, st *store.Store, ds *Dataset, byTask map[stri
 		for _, td := range ds.Tasks {
 			tl := byTask[td.Task]
 			finishStoreTask(tl)
-			err := readSamples(ctx, st, tl, gens)
+			err := readSamples(ctx, st, tl, gens, cut)
 			select {
 			case next <- read{td, err}:
 			case <-done:
@@ -801,10 +812,11 @@ type loadedGens struct {
 // readSamples builds a task's samples (one per sample and model) from its
 // series: each column's prediction and values, the generation's text and
 // how it ended, and the stored sample's prompt, references, metadata and
-// data row.
-func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loadedGens) error {
+// data row (none for a sample whose metadata column is cut short: see
+// store.Samples).
+func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loadedGens, cut string) error {
 	td := tl.td
-	stored, err := st.Samples(ctx, td.Task)
+	stored, err := st.Samples(ctx, td.Task, cut)
 	if err != nil {
 		return err
 	}
@@ -859,7 +871,9 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 		}
 		if s, ok := stored[sd.ID]; ok {
 			sd.Prompt, sd.Refs = s.Prompt, s.Refs
-			sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+			if cut == "" || string(s.Metadata) != cut {
+				sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+			}
 			if sd.Index < 0 {
 				sd.Index = rank[sd.ID]
 			}

@@ -411,6 +411,7 @@ func WriteHTML(w io.Writer, ds *Dataset) error {
 // the Dataset's figures (no samples).
 func WriteHTMLStore(ctx context.Context, w io.Writer, st *store.Store, f store.Filter, title string, opt LoadOptions) (*Dataset, error) {
 	b := newPageBuilder(title)
+	opt.NoDataRows = true // the page shows no data row
 	ds, err := LoadEach(ctx, st, f, opt, func(td *TaskData) error {
 		b.addTask(td)
 		return nil

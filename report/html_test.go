@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"tally/datasets"
 	"tally/scoring/stats"
 	"tally/store"
 )
@@ -347,5 +348,72 @@ func TestHTMLPagedData(t *testing.T) {
 	d := dumpDOM(t, bin, "file://"+path+"#page=5&task=drop")
 	if !strings.Contains(d, `data-total="250"`) || !strings.Contains(d, `data-rendered="50"`) || !strings.Contains(d, "<b>200</b>") {
 		t.Errorf("page 5 of drop does not show samples 200-249: %s", regexp.MustCompile(`data-(total|rendered)="\d+"`).FindAllString(d, -1))
+	}
+}
+
+// TestHTMLNoDataRows: the store-wide page, which reads samples without
+// their data rows (LoadOptions.NoDataRows), is byte for byte the page of
+// the samples loaded whole; a sample stored with no metadata of its own
+// is then read without its data row, target and index, one with metadata
+// keeps its metadata (and, read whole, its data row).
+func TestHTMLNoDataRows(t *testing.T) {
+	ctx := context.Background()
+	st := fixtureStore(t, 40)
+	var samples []store.Sample
+	for i := range 40 {
+		target := fmt.Sprint(" answer ", i)
+		x := datasets.Stored{ShareKey: fmt.Sprint("k", i), Index: &i, Doc: json.RawMessage(fmt.Sprintf(`{"passage":"p%d","target":"t"}`, i)), Target: &target}
+		if i%3 == 0 {
+			x.Metadata = map[string]any{"lang": "en", "n": float64(i)}
+		}
+		meta, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, _ := json.Marshal([][]string{{fmt.Sprint(i)}})
+		samples = append(samples, store.Sample{Task: "drop", ID: fmt.Sprint(i), Prompt: fmt.Sprint("Passage ", i, "\nQuestion?"), Refs: refs, Metadata: meta})
+	}
+	if err := st.PutSamples(ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Load(ctx, st, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole.Title = "t"
+	var want, got bytes.Buffer
+	if err := WriteHTML(&want, whole); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteHTMLStore(ctx, &got, st, store.Filter{}, "t", LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("the store-wide page (%d bytes) is not the page of the samples loaded whole (%d bytes)", got.Len(), want.Len())
+	}
+	cut, err := LoadWith(ctx, st, store.Filter{}, LoadOptions{NoDataRows: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for ti, td := range cut.Tasks {
+		if td.Task != "drop" {
+			continue
+		}
+		for si, sd := range td.Samples {
+			w := whole.Tasks[ti].Samples[si]
+			var i int
+			fmt.Sscan(sd.ID, &i)
+			hasMeta := i%3 == 0
+			if hasMeta && (sd.Doc == nil || sd.Index != i || string(sd.Metadata) != string(w.Metadata) || sd.Metadata == nil) ||
+				!hasMeta && (sd.Doc != nil || sd.Target != nil || sd.Metadata != nil) || w.Doc == nil || w.Index != i {
+				t.Errorf("sample %s read without data rows: doc %s target %v index %d metadata %s; whole: doc %s index %d",
+					sd.ID, sd.Doc, sd.Target, sd.Index, sd.Metadata, w.Doc, w.Index)
+			}
+			seen++
+		}
+	}
+	if seen != 40 {
+		t.Errorf("%d drop samples, want 40", seen)
 	}
 }

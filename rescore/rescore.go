@@ -196,7 +196,7 @@ func (c *Checker) digesterOf(j *generate.Job, task, id string) (_ generate.Score
 // (and, unless holdAll, no other task's).
 func (c *Checker) readSamples(task string) (map[string]scoringSample, error) {
 	m := map[string]scoringSample{}
-	err := c.st.EachScoringSample(c.ctx, task, metadataNull, func(id string, refs, raw []byte) error {
+	err := c.st.EachScoringSample(c.ctx, task, datasets.StoredNoMetadata, func(id string, refs, raw []byte) error {
 		meta, err := storedMetadata(raw)
 		if err != nil {
 			err = fmt.Errorf("sample %s/%s: metadata: %w", task, id, err)
@@ -218,16 +218,12 @@ func (c *Checker) readSamples(task string) (map[string]scoringSample, error) {
 	return m, nil
 }
 
-// metadataNull begins the metadata column of a sample stored (ToStore)
-// with no metadata of its own: the rest of such a column is not read.
-const metadataNull = `{"metadata":null,`
-
 // storedMetadata is the sample's own metadata in a stored sample's
 // metadata column (datasets.Stored): the members after it (the data row,
 // most of the column) are not decoded when the column begins with the
 // metadata, as ToStore writes it, and none when it is null.
 func storedMetadata(raw []byte) (map[string]any, error) {
-	if bytes.HasPrefix(raw, []byte(metadataNull)) {
+	if bytes.HasPrefix(raw, []byte(datasets.StoredNoMetadata)) { // the rest of such a column is not read
 		return nil, nil
 	}
 	if rest, ok := bytes.CutPrefix(raw, []byte(`{"metadata":`)); ok && bytes.HasPrefix(rest, []byte("{")) {

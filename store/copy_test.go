@@ -87,7 +87,7 @@ func TestCopyRoundTrip(t *testing.T) {
 			t.Errorf("score %+v, want %+v", x, want)
 		}
 	}
-	smp, _ := b.Samples(ctx, "t")
+	smp, _ := b.Samples(ctx, "t", "")
 	if smp["1"].Prompt != "q\x00" {
 		t.Errorf("samples %+v", smp)
 	}

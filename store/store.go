@@ -411,9 +411,12 @@ func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
 	return nil
 }
 
-// Samples returns the stored samples of a task, by id.
-func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,metadata FROM samples WHERE task=?`, task)
+// Samples returns the stored samples of a task, by id. A metadata column
+// that begins with cut (when it is not "") is returned as cut alone, the
+// rest of it not read (see EachScoringSample).
+func (s *Store) Samples(ctx context.Context, task, cut string) (map[string]Sample, error) {
+	md, args := metadataCut(cut)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,`+md+` FROM samples WHERE task=?`, append(args, task)...)
 	if err != nil {
 		return nil, fmt.Errorf("read samples of %s: %w", task, err)
 	}
@@ -442,8 +445,8 @@ func (s *Store) Samples(ctx context.Context, task string) (map[string]Sample, er
 // the sample's data row after it, most of the column's bytes, which no
 // digest reads. refs and metadata are fn's only until it returns.
 func (s *Store) EachScoringSample(ctx context.Context, task, cut string, fn func(id string, refs, metadata []byte) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,CASE WHEN substr(metadata,1,?)=? THEN ? ELSE metadata END FROM samples WHERE task=?`,
-		utf8.RuneCountInString(cut), cut, cut, task)
+	md, args := metadataCut(cut)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,`+md+` FROM samples WHERE task=?`, append(args, task)...)
 	if err != nil {
 		return fmt.Errorf("read samples of %s: %w", task, err)
 	}
@@ -462,6 +465,15 @@ func (s *Store) EachScoringSample(ctx context.Context, task, cut string, fn func
 		return fmt.Errorf("read samples of %s: %w", task, err)
 	}
 	return nil
+}
+
+// metadataCut is the expression that reads the metadata column cut after
+// cut (whole when cut is ""), and its arguments.
+func metadataCut(cut string) (string, []any) {
+	if cut == "" {
+		return "metadata", nil
+	}
+	return "CASE WHEN substr(metadata,1,?)=? THEN ? ELSE metadata END", []any{utf8.RuneCountInString(cut), cut, cut}
 }
 
 // Sample returns one stored sample; ok is false when it is not stored.

@@ -182,7 +182,7 @@ func BenchmarkReadGenerations100k(b *testing.B) {
 
 // TestScoringSamples: a task's samples read for scoring checks are its
 // samples without their prompts, metadata that begins with the cut read
-// as the cut alone, and one sample read by its id is the sample stored
+// as the cut alone (as Samples reads it with a cut), and one sample read by its id is the sample stored
 // (none for an id or task not stored).
 func TestScoringSamples(t *testing.T) { engines(t, testScoringSamples) }
 
@@ -204,7 +204,11 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 	if err := s.PutSamples(ctx, put); err != nil {
 		t.Fatal(err)
 	}
-	all, err := s.Samples(ctx, "t")
+	all, err := s.Samples(ctx, "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allCut, err := s.Samples(ctx, "t", cut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +230,9 @@ func testScoringSamples(t *testing.T, newPath func() string) {
 		}
 		if !reflect.DeepEqual(light[id], want) {
 			t.Errorf("sample %s for scoring: %+v, want %+v", id, light[id], want)
+		}
+		if want.Prompt = x.Prompt; !reflect.DeepEqual(allCut[id], want) || len(allCut) != len(all) {
+			t.Errorf("sample %s read with its metadata cut: %+v, want %+v", id, allCut[id], want)
 		}
 		one, ok, err := s.Sample(ctx, "t", id)
 		if err != nil || !ok || !reflect.DeepEqual(one, x) {
