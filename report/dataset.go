@@ -246,10 +246,11 @@ type LoadOptions struct {
 	// returns it, with its Value changed to replace a stale score by its
 	// recomputation, or false to drop it.
 	Fix func(store.Entry) (store.Entry, bool, error)
-	// NoDataRows reads each sample without its data row, rendered target
-	// and index in the task's data (SampleData's Doc, Target and Index):
-	// the HTML page shows none of them, and they are most of a stored
-	// sample's metadata column.
+	// NoDataRows reads a sample with no metadata of its own without its
+	// data row, rendered target and index in the task's data
+	// (SampleData's Doc and Target nil, Index -1): the HTML page shows
+	// none of them, and they are most of a stored sample's metadata
+	// column.
 	NoDataRows bool
 }
 
@@ -856,7 +857,7 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 			sc.set(mi, p.val())
 		}
 	}
-	rank := storedRanks(stored)
+	var rank map[string]int                   // made when a sample's index is not stored
 	seqs := make([][]string, len(td.Columns)) // split once, not per sample
 	for ci, c := range td.Columns {
 		seqs[ci] = c.Seqs()
@@ -871,10 +872,14 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 		}
 		if s, ok := stored[sd.ID]; ok {
 			sd.Prompt, sd.Refs = s.Prompt, s.Refs
-			if cut == "" || string(s.Metadata) != cut {
-				sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
+			if cut != "" && string(s.Metadata) == cut {
+				continue // no metadata, and no data row, target or index read
 			}
+			sd.Metadata, sd.Doc, sd.Target, sd.Index = storedSample(s.Metadata)
 			if sd.Index < 0 {
+				if rank == nil {
+					rank = storedRanks(stored)
+				}
 				sd.Index = rank[sd.ID]
 			}
 		}
