@@ -502,153 +502,200 @@ func recordedSettings(stops json.RawMessage) []generate.StopSetting {
 	return rec.Settings
 }
 
+// load reads the scores the filter selects (and, unless opt.Summary, what
+// the samples show of their generations), counts the failed generations,
+// and finishes each task: handed to each in turn with its samples (and
+// then dropped), or, when each is nil, all kept.
 func load(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions, each func(*TaskData) error) (*Dataset, error) {
-	full, fix := !opt.Summary, opt.Fix
-	cut := "" // the metadata column read whole, or up to what shows no metadata
-	if opt.NoDataRows {
-		cut = datasets.StoredNoMetadata
-	}
 	names, err := modelNames(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	ds := &Dataset{}
-	byTask := map[string]*taskLoad{}
-	taskOf := func(task string) *taskLoad {
-		tl := byTask[task]
-		if tl == nil {
-			tl = newTaskLoad(task)
-			byTask[task] = tl
-			ds.Tasks = append(ds.Tasks, tl.td)
+	l := newLoader(!opt.Summary, names)
+	failed := readFailed(ctx, st, f) // beside the scores
+	err = l.readScores(ctx, st, f, opt.Fix)
+	// add's slots point at every series: dropped, a task's series go once
+	// it is written.
+	l.slotsOf, l.slots, l.tl = nil, nil, nil
+	gens, ferr := failed()
+	if err = cmp.Or(err, ferr); err != nil {
+		return nil, err
+	}
+	addFailures(f, gens, names, l.taskOf, l.failedGen)
+	for _, tl := range l.byTask {
+		tl.idIdx = nil // every sample is numbered: what follows reads ids
+	}
+	slices.SortFunc(l.ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
+	cut := "" // the metadata column read whole, or up to what shows no metadata
+	if opt.NoDataRows {
+		cut = datasets.StoredNoMetadata
+	}
+	if each != nil {
+		return l.ds, eachTask(ctx, st, l.ds, l.byTask, l.gens, cut, each)
+	}
+	for _, td := range l.ds.Tasks {
+		tl := l.byTask[td.Task]
+		finishStoreTask(tl)
+		if l.full {
+			if err := readSamples(ctx, st, tl, l.gens, cut); err != nil {
+				return nil, err
+			}
 		}
-		return tl
 	}
-	var tl *taskLoad
-	// slots caches, per fingerprint and store cell, the column, metric and
-	// series a score goes to.
-	type slot struct {
-		tl     *taskLoad
-		ci, mi int
-		sr     *series
-	}
-	slotsOf := map[string][]*slot{}
-	var slots []*slot
-	lastFP := ""
-	lastID, lastIdx := "", int32(-1)
-	// The failed generations (which have no scores) are read beside the
-	// scores.
-	type failedRead struct {
+	return l.ds, nil
+}
+
+// readFailed reads the failed generations the filter selects (which have
+// no scores) on a goroutine of its own; the function it returns waits for
+// them.
+func readFailed(ctx context.Context, st *store.Store, f store.Filter) func() ([]store.Generation, error) {
+	type read struct {
 		gens []store.Generation
 		err  error
 	}
-	failedDone := make(chan failedRead, 1)
+	done := make(chan read, 1)
 	go func() {
-		var r failedRead
+		var r read
 		r.gens, r.err = st.FailedGenerations(ctx, store.Filter{Fingerprints: f.Fingerprints, Tasks: f.Tasks})
-		failedDone <- r
+		done <- r
 	}()
-	// A full load reads what the samples show of every generation first,
-	// numbered as the points refer to them; the failed ones by key too.
-	gens := &loadedGens{texts: newGenTexts()}
-	failedGen := map[string]int32{}
-	keepGen := func(n int32, g store.Generation) error {
-		if generate.FailReason(&g) != "" {
-			g.Text = "" // a failed sample shows no continuation
-			failedGen[g.Key] = n
-		}
-		if int(n) != len(gens.infos) {
-			return fmt.Errorf("read generations: generation %d handed over as %d", len(gens.infos), n)
-		}
-		gens.infos = append(gens.infos, gens.texts.info(&g))
-		return nil
+	return func() ([]store.Generation, error) {
+		r := <-done
+		return r.gens, r.err
 	}
-	// add adds a score to its task's series.
-	add := func(e store.Entry) error {
-		if e.Fingerprint != lastFP || slots == nil {
-			slots, lastFP = slotsOf[e.Fingerprint], e.Fingerprint
-		}
-		var sl *slot
-		if e.Cell < len(slots) && slots[e.Cell] != nil {
-			sl = slots[e.Cell]
-			if sl.tl != tl {
-				tl, lastIdx = sl.tl, -1
-			}
-		} else {
-			if tl == nil || tl.td.Task != e.Task {
-				lastIdx = -1
-				tl = taskOf(e.Task)
-			}
-			m, chat := modelName(names, e.Fingerprint)
-			ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, DType: names[e.Fingerprint].dtype, Setting: e.Setting,
-				SettingKey: e.SettingKey, Budget: e.Budget})
-			mi := tl.metric(e.Metric)
-			for len(slots) <= e.Cell {
-				slots = append(slots, nil)
-			}
-			sl = &slot{tl, ci, mi, tl.seriesOf(ci, mi)}
-			slots[e.Cell] = sl
-			slotsOf[e.Fingerprint] = slots
-		}
-		if e.SampleID != lastID || lastIdx < 0 {
-			lastID, lastIdx = e.SampleID, tl.sampleIndex(e.SampleID)
-		}
-		gen := int32(-1)
-		if full {
-			gen = e.Gen
-		}
-		sl.sr.addScore(lastIdx, gen, tl.pred(e.Prediction), e.Value)
-		return nil
+}
+
+// loader is what load accumulates: the tasks read so far and, for a full
+// load, what the samples show of each generation.
+type loader struct {
+	full   bool
+	names  map[string]modelInfo
+	ds     *Dataset
+	byTask map[string]*taskLoad
+	gens   *loadedGens
+	// failed numbers the failed generations by key (addFailures meets
+	// them by key).
+	failed map[string]int32
+	// add's place: the task of the last score, the slot of each store
+	// cell per fingerprint (the column, metric and series its scores go
+	// to), and the last sample's index.
+	tl      *taskLoad
+	slotsOf map[string][]*slot
+	slots   []*slot
+	lastFP  string
+	lastID  string
+	lastIdx int32
+}
+
+// slot is where a store cell's scores go.
+type slot struct {
+	tl     *taskLoad
+	ci, mi int
+	sr     *series
+}
+
+func newLoader(full bool, names map[string]modelInfo) *loader {
+	return &loader{full: full, names: names, ds: &Dataset{}, byTask: map[string]*taskLoad{}, gens: &loadedGens{texts: newGenTexts()},
+		failed: map[string]int32{}, slotsOf: map[string][]*slot{}, lastIdx: -1}
+}
+
+// taskOf returns a task's load, adding it when new.
+func (l *loader) taskOf(task string) *taskLoad {
+	tl := l.byTask[task]
+	if tl == nil {
+		tl = newTaskLoad(task)
+		l.byTask[task] = tl
+		l.ds.Tasks = append(l.ds.Tasks, tl.td)
 	}
+	return tl
+}
+
+// readScores reads every score the filter selects into its task's series,
+// each first seen by fix (when set); a full load reads the generations
+// first (keepGen).
+func (l *loader) readScores(ctx context.Context, st *store.Store, f store.Filter, fix func(store.Entry) (store.Entry, bool, error)) error {
 	scores := func(fn func(store.Entry) error) error { return st.EachEntry(ctx, f, fn) }
-	if full {
-		scores = func(fn func(store.Entry) error) error { return st.EachEntryAndGeneration(ctx, f, keepGen, fn) }
+	if l.full {
+		scores = func(fn func(store.Entry) error) error { return st.EachEntryAndGeneration(ctx, f, l.keepGen, fn) }
 	}
-	keep := add
+	keep := l.add
 	if fix != nil {
 		keep = func(e store.Entry) error {
 			e, ok, err := fix(e)
 			if err != nil || !ok {
 				return err
 			}
-			return add(e)
+			return l.add(e)
 		}
 	}
-	err = eachEntryPipelined(ctx, scores, keep)
-	r := <-failedDone // also when the scan failed: the reader has ended
-	if err == nil {
-		err = r.err
+	return eachEntryPipelined(ctx, scores, keep)
+}
+
+// keepGen keeps what the samples show of generation n (numbered as the
+// points refer to them), and the failed ones' numbers by key.
+func (l *loader) keepGen(n int32, g store.Generation) error {
+	if generate.FailReason(&g) != "" {
+		g.Text = "" // a failed sample shows no continuation
+		l.failed[g.Key] = n
 	}
-	if err != nil {
-		return nil, err
+	if int(n) != len(l.gens.infos) {
+		return fmt.Errorf("read generations: generation %d handed over as %d", len(l.gens.infos), n)
 	}
-	addFailures(f, r.gens, names, taskOf, func(g *store.Generation) int32 {
-		if !full {
-			return -1
+	l.gens.infos = append(l.gens.infos, l.gens.texts.info(&g))
+	return nil
+}
+
+// failedGen is the number of a failed generation (-1: not a full load),
+// kept now when it was stored since the generations were read.
+func (l *loader) failedGen(g *store.Generation) int32 {
+	if !l.full {
+		return -1
+	}
+	n, ok := l.failed[g.Key]
+	if !ok {
+		n = int32(len(l.gens.infos))
+		l.gens.infos = append(l.gens.infos, l.gens.texts.info(g))
+	}
+	return n
+}
+
+// add adds a score to its task's series.
+func (l *loader) add(e store.Entry) error {
+	if e.Fingerprint != l.lastFP || l.slots == nil {
+		l.slots, l.lastFP = l.slotsOf[e.Fingerprint], e.Fingerprint
+	}
+	var sl *slot
+	if e.Cell < len(l.slots) && l.slots[e.Cell] != nil {
+		sl = l.slots[e.Cell]
+		if sl.tl != l.tl {
+			l.tl, l.lastIdx = sl.tl, -1
 		}
-		n, ok := failedGen[g.Key]
-		if !ok { // stored since the generations were read
-			n = int32(len(gens.infos))
-			gens.infos = append(gens.infos, gens.texts.info(g))
+	} else {
+		if l.tl == nil || l.tl.td.Task != e.Task {
+			l.lastIdx = -1
+			l.tl = l.taskOf(e.Task)
 		}
-		return n
-	})
-	for _, tl := range byTask {
-		tl.idIdx = nil // every sample is numbered: what follows reads ids
-	}
-	slices.SortFunc(ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
-	if each != nil {
-		return ds, eachTask(ctx, st, ds, byTask, gens, cut, each)
-	}
-	for _, td := range ds.Tasks {
-		tl := byTask[td.Task]
-		finishStoreTask(tl)
-		if full {
-			if err := readSamples(ctx, st, tl, gens, cut); err != nil {
-				return nil, err
-			}
+		tl := l.tl
+		m, chat := modelName(l.names, e.Fingerprint)
+		ci := tl.column(Column{Model: m, Fingerprint: e.Fingerprint, Chat: chat, DType: l.names[e.Fingerprint].dtype, Setting: e.Setting,
+			SettingKey: e.SettingKey, Budget: e.Budget})
+		mi := tl.metric(e.Metric)
+		for len(l.slots) <= e.Cell {
+			l.slots = append(l.slots, nil)
 		}
+		sl = &slot{tl, ci, mi, tl.seriesOf(ci, mi)}
+		l.slots[e.Cell] = sl
+		l.slotsOf[e.Fingerprint] = l.slots
 	}
-	return ds, nil
+	if e.SampleID != l.lastID || l.lastIdx < 0 {
+		l.lastID, l.lastIdx = e.SampleID, l.tl.sampleIndex(e.SampleID)
+	}
+	gen := int32(-1)
+	if l.full {
+		gen = e.Gen
+	}
+	sl.sr.addScore(l.lastIdx, gen, l.tl.pred(e.Prediction), e.Value)
+	return nil
 }
 
 // eachEntryPipelined is each (a store's EachEntry) with fn called on a goroutine of
