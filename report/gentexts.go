@@ -6,8 +6,8 @@ import "tally/store"
 // ended and its prompt's length. The text lies in its load's genTexts,
 // its finish reason and error are numbered there: a genInfo holds no
 // pointer, so that the collector never scans the hundreds of thousands
-// of them a report of a large store holds (nor the map they are read
-// into), and each is 24 bytes where three strings were 56.
+// of them a report of a large store holds, and each is 28 bytes where
+// three strings and two words were 56.
 type genInfo struct {
 	block, off, n uint32 // the text: genTexts.blocks[block][off:off+n]
 	promptTokens  int32
@@ -48,6 +48,7 @@ func (t *genTexts) info(g *store.Generation) genInfo {
 	return gi
 }
 
+// str is the number of a finish reason or error, numbering it when new.
 func (t *genTexts) str(s string) int32 {
 	i, ok := t.strIdx[s]
 	if !ok {
