@@ -514,16 +514,15 @@ func load(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions,
 	l := newLoader(!opt.Summary, names)
 	failed := readFailed(ctx, st, f) // beside the scores
 	err = l.readScores(ctx, st, f, opt.Fix)
-	// add's slots point at every series: dropped, a task's series go once
-	// it is written.
-	l.slotsOf, l.slots, l.tl = nil, nil, nil
 	gens, ferr := failed()
 	if err = cmp.Or(err, ferr); err != nil {
 		return nil, err
 	}
 	addFailures(f, gens, names, l.taskOf, l.failedGen)
 	for _, tl := range l.byTask {
-		tl.idIdx = nil // every sample is numbered: what follows reads ids
+		// Every sample is numbered and every series made: what follows
+		// reads ids, and a task's key rows go with its series.
+		tl.idIdx, tl.keys = nil, nil
 	}
 	slices.SortFunc(l.ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
 	cut := "" // the metadata column read whole, or up to what shows no metadata
@@ -612,8 +611,10 @@ func (l *loader) taskOf(task string) *taskLoad {
 
 // readScores reads every score the filter selects into its task's series,
 // each first seen by fix (when set); a full load reads the generations
-// first (keepGen).
+// first (keepGen). add's slots, which point at every series, go with it,
+// so that a task's series go once the task is written.
 func (l *loader) readScores(ctx context.Context, st *store.Store, f store.Filter, fix func(store.Entry) (store.Entry, bool, error)) error {
+	defer func() { l.slotsOf, l.slots, l.tl = nil, nil, nil }()
 	scores := func(fn func(store.Entry) error) error { return st.EachEntry(ctx, f, fn) }
 	if l.full {
 		scores = func(fn func(store.Entry) error) error { return st.EachEntryAndGeneration(ctx, f, l.keepGen, fn) }

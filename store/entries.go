@@ -144,6 +144,16 @@ func (r *rangeRows) addValue(a, b []byte, v float64) {
 	r.values = append(r.values, v)
 }
 
+// scanPair reads a row of two byte columns into a range's rows.
+func scanPair(rows *sql.Rows, out *rangeRows) error {
+	var a, b sql.RawBytes
+	if err := rows.Scan(&a, &b); err != nil {
+		return err
+	}
+	out.add(a, b)
+	return nil
+}
+
 // each calls fn with every row in turn.
 func (r *rangeRows) each(fn func(a, b []byte, v float64) error) error {
 	start := 0

@@ -424,15 +424,7 @@ func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genIndex, f
 		settings[x] = true
 	}
 	p := packedParser{sep: sep[0], fpOf: fpOf, settings: settings}
-	scan := func(rows *sql.Rows, out *rangeRows) error {
-		var raw, packed sql.RawBytes
-		if err := rows.Scan(&raw, &packed); err != nil {
-			return err
-		}
-		out.add(raw, packed)
-		return nil
-	}
-	return s.inRangesOrdered(ctx, "packed_scores", "read scores", q, conds, args, scan, func(r *rangeRows) error {
+	return s.inRangesOrdered(ctx, "packed_scores", "read scores", q, conds, args, scanPair, func(r *rangeRows) error {
 		return r.each(func(raw, packed []byte, _ float64) error { return p.give(raw, packed, fn) })
 	})
 }

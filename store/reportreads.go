@@ -56,10 +56,11 @@ func (s *Store) generationIndex(ctx context.Context, f Filter, gen func(int32, G
 	return out, s.shownGenerationsInRanges(ctx, f, give)
 }
 
-// shownGenerationsInRanges is eachShownGeneration on a SQLite store: the generations in storage order, read in ranges on
-// every core (inRangesOrdered), as two columns: the error and the text
-// joined (their split given by the error's length in bytes), and every
-// other field joined before the fingerprint (last: it may hold anything).
+// shownGenerationsInRanges is eachShownGeneration on a SQLite store: the
+// generations in storage order, read in ranges on every core
+// (inRangesOrdered), as two columns: the error and the text joined (their
+// split given by the error's length in bytes), and every other field
+// joined before the fingerprint (last: it may hold anything).
 func (s *Store) shownGenerationsInRanges(ctx context.Context, f Filter, fn func(g *Generation, key, fp []byte) error) error {
 	sep := s.fieldSep()
 	q := `SELECT concat_ws(?, key, prompt_tokens, imported, finish, octet_length(error), fingerprint), error || text FROM generations`
@@ -68,17 +69,9 @@ func (s *Store) shownGenerationsInRanges(ctx context.Context, f Filter, fn func(
 	if where != "" {
 		conds = []string{where}
 	}
-	scan := func(rows *sql.Rows, out *rangeRows) error {
-		var raw, errText sql.RawBytes
-		if err := rows.Scan(&raw, &errText); err != nil {
-			return err
-		}
-		out.add(raw, errText)
-		return nil
-	}
 	var g Generation
 	finishes := ""
-	return s.inRangesOrdered(ctx, "generations", "read generations", q, conds, append([]any{sep}, args...), scan, func(r *rangeRows) error {
+	return s.inRangesOrdered(ctx, "generations", "read generations", q, conds, append([]any{sep}, args...), scanPair, func(r *rangeRows) error {
 		return r.each(func(raw, errText []byte, _ float64) error {
 			f, ok := splitFields(raw, sep[0])
 			if !ok {
