@@ -54,8 +54,12 @@ type Request struct {
 // target and share_key templates run over them) and each row's references
 // as JSON.
 type Rows struct {
-	Rows    []map[string]any
-	Refs    []json.RawMessage
+	Rows []map[string]any
+	Refs []json.RawMessage
+	// Meta, when set, is each row's sample metadata (nil: none), string
+	// values only: what a report shows of a sample beside its data row
+	// (DROP's gold answer type).
+	Meta    []map[string]string
 	Skipped int
 }
 

@@ -28,6 +28,7 @@ import (
 	"tally/datasets"
 	"tally/internal/keycache"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 // Decoding names the decoding parameters that are part of a generation's
@@ -337,7 +338,7 @@ func keyedItems(ctx context.Context, be backends.Backend, fp string, jobs []*Job
 	var items []*Item
 	for _, j := range jobs {
 		if j.MaxTokens <= 0 || j.MaxTokens > MaxBudget {
-			return nil, fmt.Errorf("plan: task %s: token budget %d: want 1 to %d", j.Task, j.MaxTokens, MaxBudget)
+			return nil, fmt.Errorf("plan: task %s: token budget %d: want 1 to %d", variant.Name(j.Task), j.MaxTokens, MaxBudget)
 		}
 		for i := range j.Samples {
 			items = append(items, &Item{Job: j, Sample: &j.Samples[i]})
@@ -375,7 +376,7 @@ func keyItems(ctx context.Context, tok backends.Tokenizer, fp string, items []*I
 		if cache != nil {
 			var err error
 			if d, cached, err = pd.PromptDigest(it.Sample.Prompt); err != nil {
-				return fmt.Errorf("plan: prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+				return fmt.Errorf("plan: prompt of %s: %w", sampleName(it.Sample), err)
 			}
 			if e, ok := cache.Get(d); cached && ok {
 				it.Key, it.promptLen = e.Key, e.Tokens
@@ -386,7 +387,7 @@ func keyItems(ctx context.Context, tok backends.Tokenizer, fp string, items []*I
 		if tok != nil {
 			var err error
 			if ids, err = tok.Encode(it.Sample.Prompt, true); err != nil {
-				return fmt.Errorf("plan: tokenise prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+				return fmt.Errorf("plan: tokenise prompt of %s: %w", sampleName(it.Sample), err)
 			}
 		}
 		it.Key, it.promptLen = Key(fp, ids, it.Sample.Prompt), len(ids)
@@ -410,7 +411,7 @@ func encodeItems(ctx context.Context, tok backends.Tokenizer, items []*Item) err
 	return eachItem(ctx, items, func(it *Item) error {
 		ids, err := tok.Encode(it.Sample.Prompt, true)
 		if err != nil {
-			return fmt.Errorf("plan: tokenise prompt of %s/%s: %w", it.Sample.Task, it.Sample.ID, err)
+			return fmt.Errorf("plan: tokenise prompt of %s: %w", sampleName(it.Sample), err)
 		}
 		it.PromptIDs = ids
 		return nil

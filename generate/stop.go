@@ -222,6 +222,26 @@ func hexVal(r rune) int {
 	return -1
 }
 
+// FilterMarker is the sequence an imported lm-eval filter's stop setting
+// holds beside its until: settings are keyed by their sequences, and the
+// filters of one generation (one until) are told apart by a sequence
+// naming the filter, never found in the already cut text.
+func FilterMarker(filter string) string { return filterMarker + filter + "]" }
+
+const filterMarker = "[lm-eval filter "
+
+// Shown is the setting as labels show it: its sequences without the
+// marker of an imported lm-eval filter (FilterMarker).
+func (s StopSetting) Shown() string {
+	out := StopSetting{Name: s.Name}
+	for _, q := range s.Seqs {
+		if !strings.HasPrefix(q, filterMarker) || !strings.HasSuffix(q, "]") {
+			out.Seqs = append(out.Seqs, q)
+		}
+	}
+	return out.String()
+}
+
 // Escape writes s with the escapes ParseStop reads, so that settings print
 // readably (a newline as \n).
 func Escape(s string) string {

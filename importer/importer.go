@@ -25,6 +25,7 @@ import (
 	"tally/report"
 	"tally/rescore"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 // samplesName matches lm-eval's samples_<task>_<date_id>.jsonl (date_id is
@@ -135,6 +136,7 @@ func collectLMEval(files []string, model, version string, b *store.Batch) (map[s
 	// A sample, generation or score is in the batch once, however many
 	// lines (one per filter) or files hold it.
 	seenSample, seenGen, seenScore := map[[2]string]bool{}, map[string]bool{}, map[store.ScoreKey]map[string]bool{}
+	seenVariant := map[string]bool{}
 	for _, path := range files {
 		recs, err := lmevallog.ReadFile(path)
 		if err != nil {
@@ -154,12 +156,33 @@ func collectLMEval(files []string, model, version string, b *store.Batch) (map[s
 		for _, r := range recs {
 			filters[r.Filter] = true
 		}
+		res, _ := resultsOf(path)
+		var unkeyed *variant.Record // the file's variant, for lines tally did not key
+		keyOf := func(task string) string {
+			if variant.Name(task) != task { // a variant's key, as tally wrote it
+				if rec, ok := res.Tally.Variants[task]; ok && !seenVariant[task] {
+					seenVariant[task] = true
+					b.Variants = append(b.Variants, rec)
+				}
+				return task
+			}
+			if unkeyed == nil {
+				rec := logVariant(path, task, recs)
+				unkeyed = &rec
+				if !seenVariant[rec.Key] {
+					seenVariant[rec.Key] = true
+					b.Variants = append(b.Variants, rec)
+				}
+			}
+			return unkeyed.Key
+		}
 		for _, r := range recs {
 			var tx report.TallyExtra
 			if r.Tally != nil {
 				if err := json.Unmarshal(r.Tally, &tx); err != nil {
 					return nil, fmt.Errorf("%s line %d: field \"tally\": %w", path, r.Line, err)
 				}
+				tx.Task = keyOf(tx.Task)
 			} else {
 				refs, _ := json.Marshal([]string{r.Target})
 				setting, seqs := r.Filter, r.Until
@@ -171,9 +194,9 @@ func collectLMEval(files []string, model, version string, b *store.Batch) (map[s
 					// of one generation (one until) are told apart by
 					// a sequence naming the filter, never found in the
 					// (already cut) text.
-					seqs = append(slices.Clone(seqs), "[lm-eval filter "+setting+"]")
+					seqs = append(slices.Clone(seqs), generate.FilterMarker(setting))
 				}
-				tx = report.TallyExtra{Task: logTask, SampleID: fmt.Sprint(r.DocID), Model: imported.Prefix + name, Fingerprint: imported.Prefix + name,
+				tx = report.TallyExtra{Task: keyOf(logTask), SampleID: fmt.Sprint(r.DocID), Model: imported.Prefix + name, Fingerprint: imported.Prefix + name,
 					Setting: setting, Seqs: seqs, Budget: r.MaxGenToks, Raw: r.Response, Finish: "stop", Imported: true, References: refs}
 			}
 			if model != "" && r.Tally != nil {
@@ -258,6 +281,7 @@ func collectPublished(files []string, model, version string, counts map[string]i
 		var samples []store.Sample
 		var gens []store.Generation
 		var scores []store.Score
+		keys := publishedVariants(recs, b)
 		for _, r := range recs {
 			name := r.Model
 			if model != "" {
@@ -274,11 +298,12 @@ func collectPublished(files []string, model, version string, counts map[string]i
 			}
 			meta, _ := json.Marshal(r.Metadata)
 			key := generate.Key(fp, nil, r.Task+"\x00"+r.ID+"\x00"+r.Prompt)
-			samples = append(samples, store.Sample{Task: r.Task, ID: r.ID, Prompt: r.Prompt, Refs: r.Refs, Metadata: meta})
-			gens = append(gens, store.Generation{Key: key, Fingerprint: fp, Task: r.Task, SampleID: r.ID, Text: r.Prediction,
+			task := keys[r.Task]
+			samples = append(samples, store.Sample{Task: task, ID: r.ID, Prompt: r.Prompt, Refs: r.Refs, Metadata: meta})
+			gens = append(gens, store.Generation{Key: key, Fingerprint: fp, Task: task, SampleID: r.ID, Text: r.Prediction,
 				Finish: "stop", Imported: true, Stops: json.RawMessage(`{}`)})
 			for m, v := range r.Scores {
-				scores = append(scores, store.Score{GenKey: key, Task: r.Task, SampleID: r.ID, Setting: "published", Metric: m, Value: v, Prediction: r.Prediction})
+				scores = append(scores, store.Score{GenKey: key, Task: task, SampleID: r.ID, Setting: "published", Metric: m, Value: v, Prediction: r.Prediction})
 			}
 		}
 		b.Samples, b.Generations, b.Scores = append(b.Samples, samples...), append(b.Generations, gens...), append(b.Scores, scores...)

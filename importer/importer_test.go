@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"tally/tasks/variant"
 )
 
 // TestCollect: an lm-eval log whose documents each have a line per filter
@@ -42,7 +44,7 @@ func TestCollect(t *testing.T) {
 	settings := map[string]bool{}
 	for _, s := range b.Scores {
 		settings[s.Setting] = true
-		if s.Task != "gsm8k" || s.Metric != "exact_match" || s.Value != 1 || s.Prediction != "12" {
+		if len(b.Variants) != 1 || s.Task != b.Variants[0].Key || variant.Name(s.Task) != "gsm8k" || s.Metric != "exact_match" || s.Value != 1 || s.Prediction != "12" {
 			t.Errorf("score %+v", s)
 		}
 	}

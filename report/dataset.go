@@ -17,6 +17,7 @@ import (
 	"tally/datasets"
 	"tally/generate"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 // Dataset is everything stored for a selection of models, tasks and stop
@@ -65,7 +66,15 @@ func (c Column) Seqs() []string {
 
 // TaskData is one task's columns, metrics, summary rows and samples.
 type TaskData struct {
-	Task    string
+	// Task is the task as stored: its variant's key (tally/tasks/variant),
+	// or the name an earlier tally stored it under.
+	Task string
+	// Label names the task for people: its name, and what sets its
+	// variant apart when the dataset holds several of that name
+	// (variant.Labels).
+	Label string
+	// Variant is the task's variant record (nil when none is known).
+	Variant *variant.Record
 	Columns []Column
 	Metrics []string
 	// Rows are the summary, one per (metric, column), as summarise makes
@@ -511,6 +520,10 @@ func load(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions,
 	if err != nil {
 		return nil, err
 	}
+	recs, err := st.Variants(ctx)
+	if err != nil {
+		return nil, err
+	}
 	l := newLoader(!opt.Summary, names)
 	failed := readFailed(ctx, st, f) // beside the scores
 	err = l.readScores(ctx, st, f, opt.Fix)
@@ -524,7 +537,10 @@ func load(ctx context.Context, st *store.Store, f store.Filter, opt LoadOptions,
 		// reads ids, and a task's key rows go with its series.
 		tl.idIdx, tl.keys = nil, nil
 	}
-	slices.SortFunc(l.ds.Tasks, func(a, b *TaskData) int { return cmp.Compare(a.Task, b.Task) })
+	labelTasks(l.ds.Tasks, recs)
+	slices.SortFunc(l.ds.Tasks, func(a, b *TaskData) int {
+		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(a.label(), b.label()), cmp.Compare(a.Task, b.Task))
+	})
 	cut := "" // the metadata column read whole, or up to what shows no metadata
 	if opt.NoDataRows {
 		cut = datasets.StoredNoMetadata
@@ -905,6 +921,14 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 			sc.set(mi, p.val())
 		}
 	}
+	// The DROP view shows each sample's gold answer type, which its own
+	// metadata holds: read alone where the metadata column is cut.
+	var answerTypes map[string]string
+	if cut != "" && isDROP(td) {
+		if answerTypes, err = st.SampleMetadata(ctx, td.Task, dropAnswerType); err != nil {
+			return err
+		}
+	}
 	var rank map[string]int                   // made when a sample's index is not stored
 	seqs := make([][]string, len(td.Columns)) // split once, not per sample
 	for ci, c := range td.Columns {
@@ -920,6 +944,12 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 		}
 		if s, ok := stored[sd.ID]; ok {
 			sd.Prompt, sd.Refs = s.Prompt, s.Refs
+			if sd.Prompt == "" && td.Variant != nil && td.Variant.Spec.Legacy != nil {
+				sd.Prompt = NotStoredPrompt
+			}
+			if at, ok := answerTypes[sd.ID]; ok {
+				sd.Metadata, _ = json.Marshal(map[string]string{dropAnswerType: at})
+			}
 			if cut != "" && string(s.Metadata) == cut {
 				continue // no metadata, and no data row, target or index read
 			}
@@ -966,10 +996,7 @@ func finishStoreTask(tl *taskLoad) {
 	for ni, oi := range order {
 		newIdx[oi] = ni
 		cols[ni] = td.Columns[oi]
-		cols[ni].Label = ModelLabel(cols[ni].Model, cols[ni].Chat) + " " + cols[ni].Setting
-		if len(tl.budgets) > 1 {
-			cols[ni].Label += fmt.Sprintf(" @%d", cols[ni].Budget)
-		}
+		cols[ni].Label = ModelLabel(cols[ni].Model, cols[ni].Chat) + " " + settingLabel(cols[ni], len(tl.budgets) > 1)
 		base[ni] = ni
 		if ni > 0 && cols[ni-1].Fingerprint == cols[ni].Fingerprint {
 			base[ni] = base[ni-1]
@@ -991,6 +1018,17 @@ func finishStoreTask(tl *taskLoad) {
 	}
 	tl.series, tl.fails = ser, fails
 	td.Rows = summarise(figures{td: td, ids: tl.ids, preds: tl.preds, ser: ser, fails: fails, base: base})
+}
+
+// settingLabel names a column's stop setting with its sequences, as
+// --stop takes it ("nl=\n"), and its token budget when the task was
+// scored under several ("nl=\n 64 tokens").
+func settingLabel(c Column, budget bool) string {
+	l := generate.StopSetting{Name: c.Setting, Seqs: c.Seqs()}.Shown()
+	if budget {
+		l += fmt.Sprintf(" %d tokens", c.Budget)
+	}
+	return l
 }
 
 func boolInt(b bool) int {

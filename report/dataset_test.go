@@ -44,8 +44,8 @@ func referenceRows(td *TaskData) []Row {
 			if len(vals) == 0 {
 				continue
 			}
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget,
-				N: len(vals), Scored: len(vals), Mean: interval(stats.MeanInterval(vals, Level)), Stderr: generate.Mean(stats.MeanStderr(vals))}
+			row := Row{Task: td.label(), Variant: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget,
+				N: len(vals), Scored: len(vals), Mean: interval(stats.BoundedMeanInterval(vals, Level)), Stderr: generate.Mean(stats.MeanStderr(vals))}
 			if first == nil || c.Model != firstModel {
 				first, firstModel, firstLabel = byID, c.Model, c.Label
 			} else {

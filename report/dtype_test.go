@@ -52,7 +52,7 @@ func TestReportDType(t *testing.T) {
 	for _, c := range ds.Tasks[0].Columns {
 		got[c.Label] = c.DType
 	}
-	want := map[string]string{"org/model (bfloat16) none": "bfloat16", "org/model (float32) none": "float32", "small none": "float32", "ollama:x none": ""}
+	want := map[string]string{"org/model (bfloat16) none=": "bfloat16", "org/model (float32) none=": "float32", "small none=": "float32", "ollama:x none=": ""}
 	if !maps.Equal(got, want) {
 		t.Errorf("columns (label: dtype) %v, want %v", got, want)
 	}

@@ -87,7 +87,7 @@ func summarise(f figures) []Row {
 				continue
 			}
 			pos := posOf(ci)
-			row := Row{Task: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Chat: c.Chat, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget}
+			row := Row{Task: td.label(), Variant: td.Task, Metric: m, Setting: c.Label, Model: c.Model, Chat: c.Chat, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget}
 			vals := pairs[:0:len(ids)] // the room pairColumns takes later
 			fails := f.fails[ci]
 			for _, id := range byNum {
@@ -102,7 +102,7 @@ func summarise(f figures) []Row {
 			}
 			row.N, row.Failed = len(vals), len(row.FailedSamples)
 			row.Scored = row.N - row.Failed
-			row.Mean = interval(stats.MeanInterval(vals, Level))
+			row.Mean = interval(stats.BoundedMeanInterval(vals, Level))
 			row.Stderr = generate.Mean(stats.MeanStderr(vals))
 			if len(vals) == 0 {
 				nan := generate.Mean(math.NaN())

@@ -9,6 +9,7 @@ import (
 
 	"tally/generate"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 // RunResults is one model's part of a comparison made from results: the
@@ -40,6 +41,9 @@ type FromOptions struct {
 	Limit  int
 	// Info is, per task, what its configuration says of itself.
 	Info map[string]*TaskInfo
+	// Variants are the jobs' task variants, by key (they label the
+	// tasks).
+	Variants map[string]variant.Record
 }
 
 // FromResults makes the Dataset of one or more models' results over the
@@ -51,10 +55,11 @@ type FromOptions struct {
 func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, runs []RunResults, opt FromOptions) (*Dataset, error) {
 	labels := opt.ModelLabels || len(runs) > 1
 	ds := &Dataset{}
-	for _, j := range jobs {
+	tds := labelled(jobs, opt)
+	for ji, j := range jobs {
 		tl := newTaskLoad(j.Task)
+		tl.td = tds[ji]
 		td := tl.td
-		td.Total, td.Limit, td.Info = opt.Totals[j.Task], opt.Limit, opt.Info[j.Task]
 		metrics := map[string]bool{}
 		for _, r := range runs {
 			for _, m := range r.Results.Metrics(j.Task) {
@@ -112,6 +117,17 @@ func FromResults(ctx context.Context, st *store.Store, jobs []*generate.Job, run
 		ds.Tasks = append(ds.Tasks, td)
 	}
 	return ds, nil
+}
+
+// labelled is the dataset of FromResults' jobs, before any is read: each
+// task with its label and variant, so that its rows carry them.
+func labelled(jobs []*generate.Job, opt FromOptions) []*TaskData {
+	tds := make([]*TaskData, len(jobs))
+	for i, j := range jobs {
+		tds[i] = &TaskData{Task: j.Task, Total: opt.Totals[j.Task], Limit: opt.Limit, Info: opt.Info[j.Task]}
+	}
+	labelTasks(tds, opt.Variants)
+	return tds
 }
 
 func (r RunResults) fingerprint() string {

@@ -164,12 +164,12 @@ func (b *pageBuilder) addTask(td *TaskData) {
 	b.tasks = append(b.tasks, taskSection(td))
 	b.samples += len(td.Samples)
 	ti := len(b.index.Tasks)
-	b.index.Tasks = append(b.index.Tasks, td.Task)
+	b.index.Tasks = append(b.index.Tasks, td.label())
 	labels := make([]string, len(td.Columns))
 	for i, c := range td.Columns {
 		labels[i] = c.Label
 	}
-	b.index.Columns[td.Task], b.index.Metrics[td.Task] = labels, td.Metrics
+	b.index.Columns[td.label()], b.index.Metrics[td.label()] = labels, td.Metrics
 	if x, n := &b.index, len(td.Samples); cap(x.ID)-len(x.ID) < n {
 		// Room for the task's items, and as much again, at once.
 		n += len(x.ID)
@@ -426,7 +426,7 @@ func WriteHTMLStore(ctx context.Context, w io.Writer, st *store.Store, f store.F
 // taskSection is a task's part of the page above the browser: per metric
 // the charts and the table, heatmaps, the DROP view and the failed samples.
 func taskSection(td *TaskData) htmlTask {
-	ht := htmlTask{Task: td.Task, Samples: len(td.Samples), Failed: failedList(td.Rows)}
+	ht := htmlTask{Task: td.label(), Samples: len(td.Samples), Failed: failedList(td.Rows)}
 	for _, m := range td.Metrics {
 		hm := htmlMetric{Metric: m}
 		var labels, dlabels []string

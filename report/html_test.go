@@ -116,7 +116,7 @@ func TestLoadDataset(t *testing.T) {
 		t.Fatalf("tasks %+v", ds.Tasks)
 	}
 	drop := ds.Tasks[1]
-	if len(drop.Columns) != 2 || drop.Columns[0].Label != "org/model dot" || len(drop.Samples) != 8 {
+	if len(drop.Columns) != 2 || drop.Columns[0].Label != "org/model dot=." || len(drop.Samples) != 8 {
 		t.Fatalf("drop columns %+v, %d samples", drop.Columns, len(drop.Samples))
 	}
 	s0 := drop.Samples[0]
@@ -145,6 +145,29 @@ func TestAnswerType(t *testing.T) {
 		{[]string{"the Bears"}, "span"}, {[]string{"a", "b"}, "span"}, {nil, "span"}} {
 		if got := answerType(tc.spans); got != tc.want {
 			t.Errorf("answerType(%q) = %s, want %s", tc.spans, got, tc.want)
+		}
+	}
+}
+
+// TestGoldType (issue 33): the DROP view types a gold answer as DROP's
+// gold does, from the sample's metadata (a year alone is a date, though
+// its text reads as a number), and from its text only for a sample stored
+// without it.
+func TestGoldType(t *testing.T) {
+	for _, tc := range []struct {
+		meta  string
+		spans []string
+		want  string
+	}{
+		{`{"answer_type":"date"}`, []string{"2017"}, "date"},
+		{`{"answer_type":"number"}`, []string{"2017"}, "number"},
+		{`{"answer_type":"spans"}`, []string{"a", "b"}, "span"},
+		{`{"answer_type":"span"}`, []string{"12"}, "span"},
+		{``, []string{"2017"}, "number"},
+		{`{"other":"x"}`, []string{"May 1990"}, "date"},
+	} {
+		if got := goldType(json.RawMessage(tc.meta), tc.spans); got != tc.want {
+			t.Errorf("goldType(%s, %q) = %s, want %s", tc.meta, tc.spans, got, tc.want)
 		}
 	}
 }

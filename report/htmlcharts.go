@@ -187,8 +187,31 @@ func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 	return template.HTML(b.String()), n
 }
 
+// dropAnswerType is the sample metadata member holding the gold answer's
+// type as DROP types it (tally/datasets/drop's MetaAnswerType).
+const dropAnswerType = "answer_type"
+
+// goldType is the type of a sample's gold answer in the DROP view: the
+// type DROP's gold gives it (its metadata's answer_type: number, date, or
+// span for one span or several), else, for a sample stored without it,
+// the type its first gold answer's text reads as (answerType).
+func goldType(meta json.RawMessage, first []string) string {
+	var m struct {
+		Type string `json:"answer_type"`
+	}
+	if json.Unmarshal(meta, &m) == nil {
+		switch m.Type {
+		case "number", "date":
+			return m.Type
+		case "span", "spans":
+			return "span"
+		}
+	}
+	return answerType(first)
+}
+
 // answerType classifies a DROP gold answer (a list of spans) by its text,
-// as the stored references keep no type: number when every span parses as
+// for a sample stored without its type: number when every span parses as
 // a number, date when it names a month or is a bare year range, else span.
 func answerType(spans []string) string {
 	if len(spans) == 0 {
@@ -249,7 +272,7 @@ type share struct {
 // isDROP reports whether a task gets the DROP view: its name says DROP or
 // it is scored with a DROP metric (drop.*, drop-fixed.*), as the demo is.
 func isDROP(td *TaskData) bool {
-	if strings.Contains(strings.ToLower(td.Task), "drop") {
+	if strings.Contains(strings.ToLower(td.Name()), "drop") {
 		return true
 	}
 	for _, m := range td.Metrics {
@@ -289,7 +312,7 @@ func makeDropView(td *TaskData) *dropView {
 		if len(refs) > 0 {
 			first = refs[0]
 		}
-		types[sd.ID] = answerType(first)
+		types[sd.ID] = goldType(sd.Metadata, first)
 		if isFloatAnswer(first) {
 			floats++
 		}

@@ -36,7 +36,7 @@ td.pred{font-family:monospace;white-space:pre-wrap}
 <body>
 <div id="js-errors" hidden></div>
 <h1>{{.Title}}</h1>
-<p class="intro">{{len .Tasks}} task(s), {{.Samples}} (sample, model) pairs. Means with 95% intervals (mean ± 1.96 standard errors, as lm-evaluation-harness computes them; drawn within the metric's range, an open end marks an interval that goes past it); paired differences against each model's first setting. Failed samples (backend error, prompt beyond the context) count as 0. Jump to the <a href="#browser">sample browser</a>.</p>
+<p class="intro">{{len .Tasks}} task(s), {{.Samples}} (sample, model) pairs. Means with 95% intervals inside the scores' range: Wilson score intervals (for scores other than 0 or 1 in [0, 1], at the effective number of trials p(1−p)/SE², SE being lm-evaluation-harness's standard error; scores beyond [0, 1]: mean ± 1.96 SE); paired differences against each model's first setting. Failed samples (backend error, prompt beyond the context) count as 0. Jump to the <a href="#browser">sample browser</a>.</p>
 {{range .Tasks}}
 <section class="task" id="task-{{.Task}}">
 <h2>{{.Task}}</h2>
@@ -62,7 +62,7 @@ td.pred{font-family:monospace;white-space:pre-wrap}
 </table>
 <table><tr><th>setting</th>{{range .Types}}<th>{{.}}</th>{{end}}</tr>
 {{range .ByType}}<tr><td><code>{{.Label}}</code></td>{{range .Shares}}<td class="n">{{f4 .Value}} <small>(n={{.N}})</small></td>{{end}}</tr>{{end}}
-</table><p><small>Mean {{.Metric}} by the gold answer's type (number, date or span, judged from the gold text).</small></p>
+</table><p><small>Mean {{.Metric}} by the gold answer's type as DROP's gold types it (number, date — a year alone is a date — or span; samples an earlier tally stored without it: judged from the gold text).</small></p>
 {{end}}
 </section>
 {{end}}

@@ -282,9 +282,10 @@ func WriteLMEval(dir string, ds *Dataset, opt LMEvalOptions) ([]string, error) {
 		return nil, fmt.Errorf("write lm-eval files: %w", err)
 	}
 	defer root.Close()
-	models := lmevalModels(ds)
-	// Models that share a folder get distinct date ids (a microsecond
-	// apart), so that no file of one replaces another's.
+	models := lmevalLayers(lmevalModels(ds))
+	// Models (and a model's variants of one task) that share a folder get
+	// distinct date ids (a microsecond apart), so that no file of one
+	// replaces another's.
 	folders := map[string]int{}
 	var written []string
 	for _, m := range models {
@@ -300,11 +301,42 @@ func WriteLMEval(dir string, ds *Dataset, opt LMEvalOptions) ([]string, error) {
 	return written, nil
 }
 
-// lmevalModels groups the dataset's columns by model fingerprint.
+// lmevalLayers splits each model's files into as many results files as
+// it has variants of one task: lm-eval's results file holds a task once,
+// and lm-eval names a task run with other settings as another run (its
+// own date id). A model's first variant of each task goes in its first
+// file, its second in its second, and so on, in the dataset's order.
+func lmevalLayers(models []*lmevalModel) []*lmevalModel {
+	var out []*lmevalModel
+	for _, m := range models {
+		var layers []*lmevalModel
+		for _, t := range m.tasks {
+			i := 0
+			for i < len(layers) && slices.ContainsFunc(layers[i].tasks, func(o *lmevalTask) bool { return o.td.Name() == t.td.Name() }) {
+				i++
+			}
+			if i == len(layers) {
+				l := *m
+				l.tasks = nil
+				layers = append(layers, &l)
+			}
+			layers[i].tasks = append(layers[i].tasks, t)
+		}
+		out = append(out, layers...)
+	}
+	return out
+}
+
+// lmevalModels groups the dataset's columns by model fingerprint. A task
+// whose prompts the store does not hold (TaskData.PromptsLost) has no
+// lm-eval files: lm-eval's lines pair each prompt with its response.
 func lmevalModels(ds *Dataset) []*lmevalModel {
 	var out []*lmevalModel
 	byFP := map[string]*lmevalModel{}
 	for _, td := range ds.Tasks {
+		if td.PromptsLost() {
+			continue
+		}
 		perModel := map[string]*lmevalTask{}
 		for ci, c := range td.Columns {
 			m := byFP[c.Fingerprint]
@@ -383,16 +415,21 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		map[string]any{}, map[string]any{}, map[string]any{}, map[string]any{}, map[string]string{}
 	tallyTasks := map[string]any{}
 	var written []string
+	variants := map[string]any{}
 	for _, t := range m.tasks {
 		td := t.td
-		name := filepath.Join(folder, "samples_"+SanitizeTaskName(td.Task)+"_"+dateID+".jsonl")
+		task := td.Name() // a results file holds one variant of a task (lmevalLayers)
+		if td.Variant != nil {
+			variants[td.Task] = td.Variant
+		}
+		name := filepath.Join(folder, "samples_"+SanitizeTaskName(task)+"_"+dateID+".jsonl")
 		hash, n, err := writeSamples(root, name, m, t)
 		if err != nil {
 			return written, err
 		}
 		written = append(written, filepath.Join(dir, name))
-		hashes[td.Task] = hash
-		res := map[string]any{"alias": td.Task, "name": td.Task}
+		hashes[task] = hash
+		res := map[string]any{"alias": task, "name": task}
 		taskHib := map[string]any{}
 		sampleLen := 0
 		failed := map[string]int{}
@@ -420,21 +457,21 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 			}
 		}
 		res["sample_len"] = sampleLen
-		results[td.Task] = res
-		groups[td.Task] = []string{}
-		hib[td.Task] = taskHib
-		versions[td.Task] = nil
-		nshot[td.Task] = 0
+		results[task] = res
+		groups[task] = []string{}
+		hib[task] = taskHib
+		versions[task] = nil
+		nshot[task] = 0
 		if td.Info != nil {
-			versions[td.Task] = td.Info.Version
-			nshot[td.Task] = td.Info.FewShot
+			versions[task] = td.Info.Version
+			nshot[task] = td.Info.FewShot
 		}
 		original := td.Total
 		if original < n {
 			original = n
 		}
-		nsamples[td.Task] = map[string]int{"original": original, "effective": n}
-		configs[td.Task] = taskConfig(t, m)
+		nsamples[task] = map[string]int{"original": original, "effective": n}
+		configs[task] = taskConfig(t, m)
 		metricNames := map[string]string{}
 		for _, mk := range t.metrics {
 			lm, _ := splitKey(mk)
@@ -445,7 +482,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 			c := td.Columns[g.col]
 			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part}
 		}
-		tallyTasks[td.Task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed}
+		tallyTasks[task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed, "variant": td.Task, "label": td.label()}
 	}
 	mo := opt.Models[m.fp]
 	var limit any
@@ -490,7 +527,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 	out["chat_template"], out["chat_template_sha"] = tmpl, tmplSHA
 	out["start_time"], out["end_time"] = unixSeconds(opt.Start), unixSeconds(opt.End)
 	out["total_evaluation_time_seconds"] = strconv.FormatFloat(opt.End.Sub(opt.Start).Seconds(), 'f', -1, 64)
-	out["tally"] = map[string]any{"version": opt.Version, "fingerprint": m.fp, "chat": m.chat, "backend": mo.Backend, "tasks": tallyTasks}
+	out["tally"] = map[string]any{"version": opt.Version, "fingerprint": m.fp, "chat": m.chat, "backend": mo.Backend, "tasks": tallyTasks, "variants": variants}
 	b, err := marshalPy(out, true)
 	if err != nil {
 		return written, fmt.Errorf("write lm-eval results: %w", err)
@@ -521,7 +558,7 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 			cfg[k] = v
 		}
 	}
-	set("task", td.Task)
+	set("task", td.Name())
 	if info.Data != "" {
 		set("dataset_path", info.Data)
 	}

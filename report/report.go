@@ -19,12 +19,15 @@ import (
 )
 
 // Level is the confidence level of every interval a report shows. Every
-// figure is a mean of per-sample scores, so, as lm-evaluation-harness does
-// for its "mean" aggregations (stderr_for_metric in lm_eval/api/metrics.py
-// picks the analytic mean_stderr and bootstraps only other aggregations),
-// intervals are analytic: mean ± 1.96 × the standard error of the mean, the
-// same standard error written to lm-eval results files; a paired difference
-// uses the standard error of the per-sample differences. They are exact,
+// figure is a mean of per-sample scores, and its interval stays inside the
+// scores' range by construction (stats.BoundedMeanInterval): Wilson's
+// score interval for 0/1 scores, and for other scores in [0, 1] Wilson's
+// at the effective number of trials p(1−p)/SE², SE being the standard
+// error of the mean that lm-evaluation-harness writes (its mean_stderr,
+// which stderr_for_metric in lm_eval/api/metrics.py uses for every "mean"
+// aggregation; lm-eval files still carry it as it is); a paired
+// difference's likewise over the differences mapped onto [0, 1]. Scores
+// beyond [0, 1] keep mean ± 1.96 standard errors. They are exact,
 // deterministic and linear in the number of samples (a bootstrap of 2,000
 // resamples costs 2,000 passes over them).
 const Level = 0.95
@@ -35,8 +38,13 @@ const Level = 0.95
 // the store (Load) or from a run's results (FromResults, Compare), so
 // that n, failed and the means cannot disagree between them.
 type Row struct {
-	Task   string `json:"task"`
-	Metric string `json:"metric"`
+	// Task labels the task: its name, and what sets its variant apart
+	// when the report holds several of that name ("drop (0-shot)").
+	Task string `json:"task"`
+	// Variant is the task as stored: its variant's key
+	// (tally/tasks/variant), or an earlier tally's task name.
+	Variant string `json:"variant"`
+	Metric  string `json:"metric"`
 	// Setting labels the column ("setting" alone, or "model setting"
 	// when models are compared; "(chat)" marks a chat run).
 	Setting string `json:"setting"`
@@ -121,7 +129,7 @@ func pairedInterval(a, b []float64) *Interval {
 		nan := generate.Mean(math.NaN())
 		return &Interval{nan, nan, nan}
 	}
-	d := interval(stats.PairedMeanInterval(a, b, Level))
+	d := interval(stats.BoundedPairedInterval(a, b, Level))
 	return &d
 }
 

@@ -60,12 +60,27 @@ type scoringSample struct {
 	err  error
 }
 
-// New resolves the current scoring of every task the store's runs name
-// (the newest run naming a task wins; a task file that has since moved is
-// left out, and its scores are reported unchecked).
+// New resolves the current scoring of every task variant the store
+// holds: a variant's own task spec and --set, as its record names them;
+// for a task an earlier tally stored by name, the newest run naming the
+// task. A task file that has since moved is left out, and its scores are
+// reported unchecked; so are a variant whose prompts the store does not
+// hold (its scores are shown as stored) and an imported one.
 func New(ctx context.Context, st *store.Store) (*Checker, error) {
 	c := &Checker{st: st, ctx: ctx, jobs: map[string]*generate.Job{}, samples: map[string]map[string]scoringSample{},
 		read: map[string]bool{}, unchecked: map[string]int{}}
+	recs, err := st.Variants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read variants to check scores: %w", err)
+	}
+	for key, r := range recs {
+		if r.Spec.Legacy != nil || r.Info.TaskSpec == "" {
+			continue
+		}
+		if j := jobOf(r.Info.TaskSpec, r.Info.Set, r.Spec.Task, key); j != nil {
+			c.jobs[key] = j
+		}
+	}
 	runs, err := st.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read runs to check scores: %w", err)
@@ -90,13 +105,30 @@ func New(ctx context.Context, st *store.Store) (*Checker, error) {
 				continue
 			}
 			for _, tc := range tcs {
-				if _, ok := c.jobs[tc.Task]; !ok {
+				// An earlier tally's task, stored by name, with prompts.
+				r, known := recs[tc.Task]
+				if _, ok := c.jobs[tc.Task]; !ok && (!known || r.Spec.Legacy == nil || r.Spec.Legacy.Prompts) {
 					c.jobs[tc.Task] = &generate.Job{Task: tc.Task, Score: tc.Scorer(), Spec: tc.ScoringSpec()}
 				}
 			}
 		}
 	}
 	return c, nil
+}
+
+// jobOf is the current scoring of the variant key of task name, resolved
+// from its task spec and --set (nil when it no longer resolves).
+func jobOf(spec string, set map[string]string, name, key string) *generate.Job {
+	tcs, err := tasks.ResolveAll(spec, set)
+	if err != nil {
+		return nil
+	}
+	for _, tc := range tcs {
+		if tc.Task == name {
+			return &generate.Job{Task: key, Score: tc.Scorer(), Spec: tc.ScoringSpec()}
+		}
+	}
+	return nil
 }
 
 // Job is the current scoring of a task, nil when no run names it (guessing

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"tally/tasks/variant"
 )
 
 // Batch is a set of writes that land together or not at all (Store.Apply):
@@ -11,7 +13,9 @@ import (
 type Batch struct {
 	// Runs are recorded as they are given, finished (Status, RunDone
 	// when empty), never left RunRunning.
-	Runs        []Run
+	Runs []Run
+	// Variants are the records of the samples' task variants.
+	Variants    []variant.Record
 	Samples     []Sample
 	Generations []Generation
 	// Scores replace the scores stored for each (generation, sample,
@@ -40,6 +44,9 @@ func (s *Store) Apply(ctx context.Context, b Batch) ([]int64, error) {
 				return fmt.Errorf("record run: %w", err)
 			}
 			ids = append(ids, id)
+		}
+		if err := putVariants(ctx, tx, b.Variants); err != nil {
+			return err
 		}
 		if err := putSamples(ctx, tx, b.Samples); err != nil {
 			return err

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+
+	"tally/tasks/variant"
 )
 
 // CopyStats counts what Copy wrote.
@@ -15,7 +19,7 @@ type CopyStats struct {
 	Scores      int `json:"scores"`
 }
 
-// Copy copies the store's runs, samples, generations and scores into dst
+// Copy copies the store's runs, samples, task variants, generations and scores into dst
 // (a store of either engine), all of them or, with fingerprint set, one
 // model's: its runs, generations and their scores, and the samples of the
 // tasks it generated for. Rows are copied as they are (text, token ids,
@@ -37,6 +41,9 @@ func (s *Store) Copy(ctx context.Context, dst *Store, fingerprint string) (CopyS
 			return err
 		}
 		if err := s.copySamples(ctx, tx, fingerprint, &st); err != nil {
+			return err
+		}
+		if err := s.copyVariants(ctx, tx); err != nil {
 			return err
 		}
 		if err := s.copyGenerations(ctx, tx, fingerprint, runIDs, &st); err != nil {
@@ -110,6 +117,20 @@ func (s *Store) copyRuns(ctx context.Context, tx *txn, fingerprint string, st *C
 		ids[r.id] = id
 	}
 	return ids, nil
+}
+
+// copyVariants copies every variant record (a handful of rows: the
+// records of tasks dst does not receive samples of are harmless).
+func (s *Store) copyVariants(ctx context.Context, tx *txn) error {
+	recs, err := s.Variants(ctx)
+	if err != nil {
+		return fmt.Errorf("copy variants: %w", err)
+	}
+	all := make([]variant.Record, 0, len(recs))
+	for _, k := range slices.Sorted(maps.Keys(recs)) {
+		all = append(all, recs[k])
+	}
+	return putVariants(ctx, tx, all)
 }
 
 func (s *Store) copySamples(ctx context.Context, tx *txn, fingerprint string, st *CopyStats) error {

@@ -109,6 +109,16 @@ var pgMigrations = []string{
 		PRIMARY KEY (gen_key, task, sample_id, setting_key, budget)
 	);
 	` + fillScoreDigests,
+	variantsTable, // filled by splitLegacyTasks (pgMigrationFill)
+}
+
+// pgMigrationFill is the step, in Go, that fills what PostgreSQL
+// migration n added (nil: none).
+func pgMigrationFill(n int) func(context.Context, *txn) error {
+	if n == variantsSchemaPG {
+		return splitLegacyTasks
+	}
+	return nil
 }
 
 // pgLockID is the advisory lock that serialises migrations across every
@@ -151,6 +161,12 @@ func openPostgres(ctx context.Context, dsn string, readOnly bool) (*Store, error
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
+		}
+		if !s.hasVariants() {
+			if err := checkLegacyReadable(ctx, s.db, Redact(dsn)); err != nil {
+				db.Close()
+				return nil, err
+			}
 		}
 		return s, nil
 	}
@@ -225,6 +241,11 @@ func (s *Store) pgMigrate(tx *txn) error {
 	for i := v; i < len(pgMigrations); i++ {
 		if _, err := tx.ExecContext(ctx, pgMigrations[i]); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if fill := pgMigrationFill(i + 1); fill != nil {
+			if err := fill(ctx, tx); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
 		}
 	}
 	if v < len(pgMigrations) {

@@ -132,3 +132,32 @@ func (s *Store) eachShownGeneration(ctx context.Context, f Filter, fn func(g *Ge
 	}
 	return nil
 }
+
+// SampleMetadata reads one string member of every stored sample's own
+// metadata of a task (datasets.Stored's "metadata"), by sample id (a
+// sample without it is left out), without reading the rest of the column
+// into the program (the data row, most of it): the engine's JSON
+// functions pick the member.
+func (s *Store) SampleMetadata(ctx context.Context, task, member string) (map[string]string, error) {
+	q := `SELECT id, json_extract(metadata, '$.metadata.' || json_quote(?)) FROM samples WHERE task=?`
+	if s.db.eng == postgresEngine {
+		q = `SELECT id, (metadata::json->'metadata')->>? FROM samples WHERE task=?`
+	}
+	rows, err := s.db.QueryContext(ctx, q, member, task)
+	if err != nil {
+		return nil, fmt.Errorf("read samples' %s of %s: %w", member, task, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id string
+		var v sql.NullString
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, fmt.Errorf("read samples' %s of %s: %w", member, task, err)
+		}
+		if v.Valid {
+			out[id] = v.String
+		}
+	}
+	return out, rows.Err()
+}

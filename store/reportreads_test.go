@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -148,5 +149,26 @@ func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
 		if !reflect.DeepEqual(strip(got), strip(wantEntries)) || len(got) == 0 {
 			t.Errorf("filter %+v: %d entries, EachEntry reads %d (or not the same, in its order)", f, len(got), len(wantEntries))
 		}
+	}
+}
+
+// TestSampleMetadata: one member of the samples' own metadata is read, on
+// both engines; samples without it, or with no metadata, are left out.
+func TestSampleMetadata(t *testing.T) { engines(t, testSampleMetadata) }
+
+func testSampleMetadata(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s := openAt(t, newPath())
+	if err := s.PutSamples(ctx, []Sample{
+		{Task: "t", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"answer_type":"date"},"share_key":"","doc":{"metadata":{"answer_type":"x"}}}`)},
+		{Task: "t", ID: "b", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":""}`)},
+		{Task: "t", ID: "c", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"other":"1"},"share_key":""}`)},
+		{Task: "u", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"answer_type":"span"},"share_key":""}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SampleMetadata(ctx, "t", "answer_type")
+	if err != nil || len(got) != 1 || got["a"] != "date" {
+		t.Errorf("SampleMetadata = %v, %v; want a: date", got, err)
 	}
 }

@@ -100,6 +100,9 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := s.db.ExecContext(ctx, `DROP TABLE variants`); err != nil {
+		t.Fatal(err)
+	}
 	setSchemaVersion(t, s, scoreDigestsSchema-1)
 	s.Close()
 	old, err := OpenReadOnly(ctx, path)

@@ -138,13 +138,19 @@ var migrations = []string{
 		digest TEXT NOT NULL,
 		scores BLOB NOT NULL
 	);`, // and, once filled, a unique index on the key
+	// 7: each task variant's record (variants.go); filled, and an
+	// earlier tally's tasks split, by splitLegacyTasks.
+	variantsTable,
 }
 
 // migrationFill is the step, in Go, that fills what SQLite migration n
 // added (nil: none).
 func migrationFill(n int) func(context.Context, *txn) error {
-	if n == packedScoresSchema {
+	switch n {
+	case packedScoresSchema:
 		return fillPackedScores
+	case variantsSchema:
+		return splitLegacyTasks
 	}
 	return nil
 }
@@ -171,6 +177,11 @@ type Store struct {
 	// schema is the store's schema version when it was opened read-only
 	// (0 when opened for writing: then it is always the newest).
 	schema int
+	// copyDir holds the upgraded copy of an earlier store that a
+	// read-only open reads instead ("" when none), and Upgraded says what
+	// made it one.
+	copyDir  string
+	upgraded *LegacyMixedError
 }
 
 // hasWorkers reports whether the store's schema has the workers table.
@@ -263,7 +274,18 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}
-		return &Store{db: &conn{DB: db}, path: path, readOnly: true, schema: v}, nil
+		s := &Store{db: &conn{DB: db}, path: path, readOnly: true, schema: v}
+		if !s.hasVariants() {
+			if err := checkLegacyReadable(ctx, s.db, path); err != nil {
+				db.Close()
+				var mixed *LegacyMixedError
+				if errors.As(err, &mixed) {
+					return openUpgradedCopy(ctx, path, mixed)
+				}
+				return nil, err
+			}
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("open store %s read-only: %w", path, lastErr)
 }
@@ -314,8 +336,15 @@ func (s *Store) Path() string { return Redact(s.path) }
 // Postgres reports whether the store is a PostgreSQL database.
 func (s *Store) Postgres() bool { return s.db.eng == postgresEngine }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store (and removes the upgraded copy a read-only open
+// read, if any).
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.copyDir != "" {
+		os.RemoveAll(s.copyDir)
+	}
+	return err
+}
 
 // migrateRetrying runs migrate, retrying while another process holds the
 // store in a way the busy timeout does not wait for (SQLite reports
@@ -393,12 +422,24 @@ func (s *Store) PutSamples(ctx context.Context, samples []Sample) error {
 	return s.tx(ctx, func(tx *txn) error { return putSamples(ctx, tx, samples) })
 }
 
+// AddSamples inserts the samples not stored yet, in one transaction, and
+// leaves those stored as they are (a command that loads samples without
+// their data rows keeps the rows stored).
+func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
+	return s.tx(ctx, func(tx *txn) error { return writeSamples(ctx, tx, samples, `DO NOTHING`) })
+}
+
 func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
+	return writeSamples(ctx, tx, samples, `DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+}
+
+// writeSamples inserts samples, doing onConflict with a stored one.
+func writeSamples(ctx context.Context, tx *txn, samples []Sample, onConflict string) error {
 	if len(samples) == 0 {
 		return nil
 	}
 	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
-		ON CONFLICT(task,id) DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+		ON CONFLICT(task,id) `+onConflict)
 	if err != nil {
 		return err
 	}

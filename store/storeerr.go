@@ -116,7 +116,7 @@ func checkFile(path string) error {
 }
 
 // tallyTables are the tables tally's SQLite migrations make.
-var tallyTables = []string{"runs", "samples", "generations", "scores", "claims", "workers", "score_digests", "packed_scores"}
+var tallyTables = []string{"runs", "samples", "generations", "scores", "claims", "workers", "score_digests", "packed_scores", "variants"}
 
 // foreignTables lists, sorted, the tables and views of a SQLite store that
 // tally does not make (SQLite's own excepted).

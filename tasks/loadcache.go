@@ -9,8 +9,10 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"tally/datasets"
 	"tally/internal/atomicfile"
@@ -34,7 +36,7 @@ import (
 // wrong with a kept load costs loading, never a wrong sample.
 
 // loadCacheMagic starts every kept load (its format's version).
-const loadCacheMagic = "tally-task-samples-1\n"
+const loadCacheMagic = "tally-task-samples-2\n"
 
 // DefaultLoadCacheDir is where tasks keep their loads: the user's cache
 // folder's tally/task-samples ("" when there is none).
@@ -136,12 +138,15 @@ func readLoadCache(file, identity, task string) (renderedLoad, bool) {
 }
 
 // writeLoadCache keeps a load in file under identity (best effort: a
-// load that cannot be kept is loaded again next time). Samples with
-// metadata (which no row loader sets) are not kept.
+// load that cannot be kept is loaded again next time). Samples whose
+// metadata holds other values than strings (which no row loader sets)
+// are not kept.
 func writeLoadCache(file, identity string, r renderedLoad) {
 	for _, s := range r.samples {
-		if s.Metadata != nil {
-			return
+		for _, v := range s.Metadata {
+			if _, ok := v.(string); !ok {
+				return
+			}
 		}
 	}
 	atomicfile.Write(file, ".tmp-*", encodeLoad(identity, r))
@@ -153,6 +158,7 @@ const (
 	keptDoc                // a doc follows
 	keptIndex              // an index follows
 	keptRefs               // references follow (none: nil)
+	keptMeta               // metadata follows: its length, then keys and values
 )
 
 // encodeLoad is a kept load's file: the magic, the identity, the number
@@ -180,6 +186,9 @@ func encodeLoad(identity string, r renderedLoad) []byte {
 		if s.References != nil {
 			flags |= keptRefs
 		}
+		if s.Metadata != nil {
+			flags |= keptMeta
+		}
 		b = append(b, flags)
 		str(s.ID)
 		str(s.Prompt)
@@ -195,6 +204,13 @@ func encodeLoad(identity string, r renderedLoad) []byte {
 		}
 		if s.Index != nil {
 			b = binary.AppendUvarint(b, uint64(*s.Index))
+		}
+		if s.Metadata != nil {
+			b = binary.AppendUvarint(b, uint64(len(s.Metadata)))
+			for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
+				str(k)
+				str(s.Metadata[k].(string)) // writeLoadCache keeps strings only
+			}
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -279,6 +295,17 @@ func decodeLoad(data []byte, identity, task string) (renderedLoad, error) {
 		if flags&keptIndex != 0 {
 			indices[i] = uvarint()
 			s.Index = &indices[i]
+		}
+		if flags&keptMeta != 0 {
+			m := uvarint()
+			if fail || m > len(body)-at {
+				return renderedLoad{}, errKept
+			}
+			s.Metadata = make(map[string]any, m)
+			for range m {
+				k := str()
+				s.Metadata[k] = str()
+			}
 		}
 		if fail {
 			return renderedLoad{}, errKept

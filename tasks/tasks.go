@@ -348,6 +348,10 @@ type Loaded struct {
 	// Total is the number of samples in the data, before LoadOptions
 	// selected some.
 	Total int
+	// Files are the files the load read, by what they are ("data", or
+	// the config field naming the file), with their digests: they make
+	// the task's variant (Config.Variant).
+	Files map[string]FileDigest
 }
 
 // Load reads and renders the task's samples.
@@ -357,17 +361,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		path = opt.Data
 	}
 	if c.lm != nil {
-		loaded, err := c.lm.Load(path, opt.SkipBad)
-		if err != nil {
-			return Loaded{}, err
-		}
-		samples := selectSamples(loaded.Samples, opt)
-		if opt.NoDocs {
-			for i := range samples {
-				samples[i].Doc = nil
-			}
-		}
-		return Loaded{Samples: samples, Skipped: loaded.Skipped, Total: len(loaded.Samples)}, nil
+		return c.loadLMEval(path, opt)
 	}
 	if path == "" {
 		return Loaded{}, fmt.Errorf("task %s: no data file: pass --data PATH", c.Task)
@@ -377,10 +371,17 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, err
 	}
+	files := map[string]FileDigest{}
+	if err := c.loadFiles(files); err != nil {
+		return Loaded{}, err
+	}
 	if l.Samples != nil {
 		samples, skipped, err := l.Samples(req)
 		if err != nil {
 			return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
+		}
+		if files["data"], err = requestDigest(req, nil); err != nil {
+			return Loaded{}, err
 		}
 		// Every sample is put under the config's task name; the
 		// benchmark's own sub-task stays in the metadata.
@@ -388,7 +389,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			samples[i].Task = c.Task
 			samples[i].Index = &i
 		}
-		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped, Total: len(samples)}, nil
+		return Loaded{Samples: selectSamples(samples, opt), Skipped: skipped, Total: len(samples), Files: files}, nil
 	}
 	identity, kept, digest, keep := c.loadCacheKey(l, req, opt)
 	var r renderedLoad
@@ -405,7 +406,29 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			writeLoadCache(kept, identity, r)
 		}
 	}
-	return Loaded{Samples: selectSamples(r.samples, opt), Skipped: r.skipped, Total: len(r.samples)}, nil
+	if files["data"], err = requestDigest(req, digest); err != nil {
+		return Loaded{}, err
+	}
+	return Loaded{Samples: selectSamples(r.samples, opt), Skipped: r.skipped, Total: len(r.samples), Files: files}, nil
+}
+
+// loadLMEval is Load for a task read from an lm-eval task file.
+func (c *Config) loadLMEval(path string, opt LoadOptions) (Loaded, error) {
+	loaded, err := c.lm.Load(path, opt.SkipBad)
+	if err != nil {
+		return Loaded{}, err
+	}
+	samples := selectSamples(loaded.Samples, opt)
+	if opt.NoDocs {
+		for i := range samples {
+			samples[i].Doc = nil
+		}
+	}
+	d, err := digestFiles(loaded.Files)
+	if err != nil {
+		return Loaded{}, fmt.Errorf("task %s: data: %w", c.Task, err)
+	}
+	return Loaded{Samples: samples, Skipped: loaded.Skipped, Total: len(loaded.Samples), Files: map[string]FileDigest{"data": {path, d}}}, nil
 }
 
 // renderRows reads a row loader's rows and renders the task's samples
@@ -415,7 +438,7 @@ func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string
 	if err != nil {
 		return renderedLoad{}, fmt.Errorf("task %s: %w", c.Task, err)
 	}
-	rows, refs, skipped := read.Rows, read.Refs, read.Skipped
+	rows, refs, meta, skipped := read.Rows, read.Refs, read.Meta, read.Skipped
 	if len(rows) == 0 {
 		return renderedLoad{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
 	}
@@ -462,6 +485,12 @@ func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string
 		s.Index = &i
 		if !noDocs {
 			s.Doc = docOf(row)
+		}
+		if meta != nil && meta[i] != nil {
+			s.Metadata = make(map[string]any, len(meta[i]))
+			for k, v := range meta[i] {
+				s.Metadata[k] = v
+			}
 		}
 		samples[i] = s
 	}

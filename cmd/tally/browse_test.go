@@ -141,8 +141,8 @@ func TestImportLMEvalLog(t *testing.T) {
 	if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model flexible-extract" ||
-		rows[1].Mean.Estimate != 0.5 || rows[1].Setting != "imported:my-model strict-match" {
+	if len(rows) != 2 || rows[0].Task != "gsm8k" || rows[0].N != 4 || rows[0].Mean.Estimate != 0.75 || rows[0].Setting != "imported:my-model flexible-extract=Question:" ||
+		rows[1].Mean.Estimate != 0.5 || rows[1].Setting != "imported:my-model strict-match=Question:" {
 		t.Errorf("rows %+v", rows)
 	}
 }

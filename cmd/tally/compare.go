@@ -16,9 +16,9 @@ import (
 
 func newCompareCmd() *cobra.Command {
 	return comparisonCmd("compare", "text",
-		"Compare stop settings (or models) side by side from stored generations: mean, 95% CI (mean ± 1.96 standard errors), paired difference, changed samples",
+		"Compare stop settings (or models) side by side from stored generations: mean, 95% CI (Wilson score interval), paired difference, changed samples",
 		"compare scores every stop setting from the same stored generations (no model work, and it never writes the store) and shows, per task and metric, "+
-			"the mean with a 95% interval (mean ± 1.96 × lm-eval's mean_stderr), the paired difference against the first setting, and the samples whose score changed. "+
+			"the mean with a 95% interval inside the scores' range (Wilson's score interval; docs/results.md), the paired difference against the first setting, and the samples whose score changed. "+
 			"With --against MODEL, the second model's stored generations are set beside the first's, each setting paired by sample with the first model at the same setting. "+
 			"Settings that need more generation are reported; run `tally run` with the same flags first.")
 }
@@ -27,7 +27,7 @@ func newReportCmd() *cobra.Command {
 	return comparisonCmd("report", "markdown",
 		"Render stored scores as Markdown, HTML, text or JSON (no scoring, no model work)",
 		"report renders the stored scores per task, metric and stop setting "+
-			"(and model, with --against), with 95% intervals (mean ± 1.96 standard errors) and paired differences. It never writes the store: a score whose inputs "+
+			"(and model, with --against), with 95% intervals (Wilson score intervals, inside the scores' range) and paired differences. It never writes the store: a score whose inputs "+
 			"changed since it was stored (data, metrics, task fields) is recomputed in memory first, and the number recomputed is said on stderr.")
 }
 
@@ -55,7 +55,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			ctx := cmd.Context()
 			// report with no data-selecting flags: everything stored, from
 			// the store alone (--model/--tasks/--stop only filter).
-			if use == "report" && against == "" && !changedAny(cmd, "data", "set", "limit", "max-tokens", "samples") {
+			if use == "report" && against == "" && !changedAny(cmd, "data", "set", "fewshot", "chat", "limit", "max-tokens", "samples") {
 				return storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			s, err := f.open(ctx, cmd.ErrOrStderr(), true)

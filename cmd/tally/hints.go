@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -23,11 +24,16 @@ const modelForms = "--model takes a Hugging Face model directory (config.json, *
 // openStoreReadOnly opens an existing store for a read-only command; a
 // store that is not there is one line naming the default store and the
 // flag that names another.
-func openStoreReadOnly(ctx context.Context, path string) (*store.Store, error) {
+func openStoreReadOnly(ctx context.Context, path string, stderr io.Writer) (*store.Store, error) {
 	st, err := store.OpenReadOnly(ctx, path)
 	if errors.Is(err, store.ErrNoStore) {
 		return nil, fmt.Errorf("no store at %s: the default store is ./tally.db in the current directory, written by `tally run` or `tally demo`; "+
 			"pass --store PATH (or set TALLY_STORE) to read another", path)
+	}
+	if err == nil && st.Upgraded() != nil {
+		fmt.Fprintf(stderr, "note: %s was written by an earlier tally and holds generations made for other prompts under one task name (%s): "+
+			"read through a copy upgraded to keep them apart, the store itself unchanged; `tally upgrade --store %s` upgrades it once\n",
+			st.Path(), strings.Join(st.Upgraded().Tasks, "; "), st.Path())
 	}
 	return st, err
 }

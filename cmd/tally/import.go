@@ -11,7 +11,9 @@ import (
 	"tally/datasets/lmevallog"
 	"tally/generate"
 	"tally/importer"
+	"tally/rescore"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 func newImportCmd() *cobra.Command {
@@ -43,57 +45,68 @@ func newImportCmd() *cobra.Command {
 			if len(args) > 0 {
 				return importFiles(cmd, f, args, followOut)
 			}
-			name, ok := strings.CutPrefix(f.model, imported.Prefix)
-			if !ok || name == "" {
-				return fmt.Errorf("--model must be %sNAME, the name the imported outputs are stored under", imported.Prefix)
-			}
-			if f.data == "" || len(f.tasks) != 1 {
-				return fmt.Errorf("pass one --tasks and the log as --data")
-			}
-			ctx := cmd.Context()
-			recs, err := lmevallog.ReadFile(f.data)
-			if err != nil {
-				return err
-			}
-			jobs, _, _, err := f.loadJobs(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			job := jobs[0]
-			if len(job.Samples) != len(recs) {
-				return fmt.Errorf("%s: %d log lines but %d samples selected: import takes the whole log (no --limit or --samples)", f.data, len(recs), len(job.Samples))
-			}
-			st, err := store.Open(ctx, f.storePath)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			fp := imported.Prefix + name
-			gens := make([]store.Generation, len(recs))
-			for i, r := range recs {
-				s := job.Samples[i]
-				if s.Prompt != r.Prompt {
-					return fmt.Errorf("%s line %d: prompt does not match sample %s", f.data, r.Line, s.ID)
-				}
-				stops, _ := json.Marshal(map[string]any{"until": r.Until})
-				gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
-					Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
-			}
-			// Samples and generations land together, or nothing does.
-			if _, err := st.Apply(ctx, store.Batch{Samples: storeSamples(job), Generations: gens}); err != nil {
-				return fmt.Errorf("import: nothing stored: %w", err)
-			}
-			if f.json {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": len(gens), "model": fp, "task": job.Task})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d generations of task %s as model %s into %s\n", len(gens), job.Task, fp, store.Redact(f.storePath))
-			return nil
+			return importLog(cmd, f)
 		},
 	}
 	f.register(cmd, "", nil)
 	cmd.Flags().StringVar(&from, "from", "", "copy this tally store (a SQLite file or postgres://…) into --store")
 	cmd.Flags().BoolVar(&followOut, "follow-symlinks", false, "read files in a DIR that are symbolic links to regular files outside it (refused by default)")
 	return cmd
+}
+
+// importLog is tally import --tasks T --data LOG: an lm-eval sample log
+// of task T, whose prompts must be T's, stored as model imported:NAME.
+func importLog(cmd *cobra.Command, f *runFlags) error {
+	name, ok := strings.CutPrefix(f.model, imported.Prefix)
+	if !ok || name == "" {
+		return fmt.Errorf("--model must be %sNAME, the name the imported outputs are stored under", imported.Prefix)
+	}
+	if f.data == "" || len(f.tasks) != 1 {
+		return fmt.Errorf("pass one --tasks and the log as --data")
+	}
+	ctx := cmd.Context()
+	recs, err := lmevallog.ReadFile(f.data)
+	if err != nil {
+		return err
+	}
+	lj, err := f.loadJobs(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	job := lj.jobs[0]
+	if len(job.Samples) != len(recs) {
+		return fmt.Errorf("%s: %d log lines but %d samples selected: import takes the whole log (no --limit or --samples)", f.data, len(recs), len(job.Samples))
+	}
+	fp := imported.Prefix + name
+	gens := make([]store.Generation, len(recs))
+	for i, r := range recs {
+		s := job.Samples[i]
+		if s.Prompt != r.Prompt {
+			return fmt.Errorf("%s line %d: prompt does not match sample %s", f.data, r.Line, s.ID)
+		}
+		stops, _ := json.Marshal(map[string]any{"until": r.Until})
+		gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
+			Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// Variant, samples and generations land together, or nothing does.
+	b := store.Batch{Variants: lj.variants, Samples: make([]store.Sample, len(job.Samples)), Generations: gens}
+	for i, s := range job.Samples {
+		b.Samples[i] = rescore.ToStore(s)
+	}
+	if _, err := st.Apply(ctx, b); err != nil {
+		return fmt.Errorf("import: nothing stored: %w", err)
+	}
+	task := variant.Name(job.Task)
+	if f.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"imported": len(gens), "model": fp, "task": task, "variant": job.Task})
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "imported %d generations of task %s as model %s into %s\n", len(gens), task, fp, store.Redact(f.storePath))
+	return nil
 }
 
 // importFiles is tally import with file arguments.

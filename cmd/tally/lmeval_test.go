@@ -75,8 +75,10 @@ func loadWith(t *testing.T, args ...string) []*generate.Job {
 	f := &runFlags{}
 	var jobs []*generate.Job
 	cmd := &cobra.Command{Use: "load", RunE: func(*cobra.Command, []string) error {
-		var err error
-		jobs, _, _, err = f.loadJobs(io.Discard)
+		lj, err := f.loadJobs(io.Discard)
+		if lj != nil {
+			jobs = lj.jobs
+		}
 		return err
 	}}
 	f.register(cmd, "demo", []string{"demo"})

@@ -15,6 +15,7 @@ import (
 	"tally/generate"
 	"tally/report"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 func newLsCmd() *cobra.Command {
@@ -30,7 +31,7 @@ func newLsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, err := openStoreReadOnly(ctx, storePath)
+			st, err := openStoreReadOnly(ctx, storePath, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -43,13 +44,20 @@ func newLsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			recs, err := st.Variants(ctx)
+			if err != nil {
+				return err
+			}
+			labels := inventoryLabels(inv, recs)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
 					*store.Inventory
-					Workers store.WorkerView `json:"workers"`
-				}{inv, workers})
+					Variants map[string]variant.Record `json:"variants"`
+					Labels   map[string]string         `json:"labels"`
+					Workers  store.WorkerView          `json:"workers"`
+				}{inv, recs, labels, workers})
 			}
-			if err := printInventory(cmd.OutOrStdout(), inv); err != nil {
+			if err := printInventory(cmd.OutOrStdout(), inv, labels); err != nil {
 				return err
 			}
 			return printWorkersSection(cmd.OutOrStdout(), workers)
@@ -60,9 +68,24 @@ func newLsCmd() *cobra.Command {
 	return cmd
 }
 
+// inventoryLabels names the inventory's tasks (variant keys) for people:
+// their names, and what sets a variant apart from the others of its name
+// (variant.Labels).
+func inventoryLabels(inv *store.Inventory, recs map[string]variant.Record) map[string]string {
+	var keys []string
+	for _, t := range inv.Tasks {
+		keys = append(keys, t.Task)
+	}
+	for _, c := range inv.Cells {
+		keys = append(keys, c.Task)
+	}
+	return variant.Labels(keys, recs)
+}
+
 // printInventory writes the inventory as three tables: models and their
-// last runs, generations per task, scores per setting.
-func printInventory(w io.Writer, inv *store.Inventory) error {
+// last runs, generations per task, scores per setting; tasks named by
+// labels.
+func printInventory(w io.Writer, inv *store.Inventory, labels map[string]string) error {
 	// A chat run is labelled so: one model's chat and raw runs are two
 	// fingerprints that would otherwise read alike.
 	model := func(fp string) string {
@@ -90,7 +113,7 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSAMPLES\tGENERATED\tFAILED\tPENDING\tIMPORTED\tMAX BUDGET")
 	for _, t := range inv.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", model(t.Fingerprint), t.Task, t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", model(t.Fingerprint), labels[t.Task], t.Samples, t.Generated, t.Failed, t.Pending, t.Imported, t.MaxBudget)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "MODEL\tTASK\tSETTING\tBUDGET\tSCORED\tMETRICS")
@@ -99,7 +122,7 @@ func printInventory(w io.Writer, inv *store.Inventory) error {
 		if c.SettingKey != "" {
 			set.Seqs = strings.Split(c.SettingKey, "\x00")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", model(c.Fingerprint), c.Task, set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", model(c.Fingerprint), labels[c.Task], set.String(), c.Budget, c.Scored, strings.Join(c.Metrics, ","))
 	}
 	return tw.Flush()
 }

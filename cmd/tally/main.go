@@ -102,6 +102,7 @@ func newRoot() *cobra.Command {
 		newCompareCmd(),
 		newReportCmd(),
 		newLsCmd(),
+		newUpgradeCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),

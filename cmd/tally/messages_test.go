@@ -114,7 +114,7 @@ func TestPlanServerPrefill(t *testing.T) {
 		{generate.Plan{Counts: map[generate.Status]int{}, Requests: 40, PromptTokens: 4066}, "4066 prompt tokens to prefill"},
 	} {
 		var b bytes.Buffer
-		printPlan(&b, &tc.p)
+		printPlan(&b, &tc.p, nil)
 		if !strings.Contains(b.String(), tc.want) {
 			t.Errorf("plan says %q, want %q", b.String(), tc.want)
 		}

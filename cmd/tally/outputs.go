@@ -14,6 +14,7 @@ import (
 	"tally/generate"
 	"tally/report"
 	"tally/tasks/lmeval"
+	"tally/tasks/variant"
 )
 
 // chat reports whether the session prompts its model through the chat
@@ -27,7 +28,7 @@ func (s *session) chat() bool {
 // lm-eval files.
 func (s *session) taskInfo() map[string]*report.TaskInfo {
 	out := map[string]*report.TaskInfo{}
-	for _, c := range s.cfgs {
+	for i, c := range s.cfgs {
 		data := c.Data
 		if s.flags.data != "" {
 			data = s.flags.data
@@ -41,9 +42,28 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 			info.Version, info.FewShot, info.Prompt, info.Target, info.Description = lm.Version(), lm.NumFewshot(), "", "", ""
 			info.OwnSetting, info.LMEvalConfig, info.Filters = lmeval.UntilSetting, lm.ConfigDict(), lm.FilterPipelines()
 		}
-		out[c.Task] = info
+		out[s.jobs[i].Task] = info
 	}
 	return out
+}
+
+// variantsByKey are the session's task variants, by key.
+func (s *session) variantsByKey() map[string]variant.Record {
+	out := make(map[string]variant.Record, len(s.variants))
+	for _, r := range s.variants {
+		out[r.Key] = r
+	}
+	return out
+}
+
+// labels names the session's tasks for people (variant.Labels): their
+// names, told apart where two variants of one task run together.
+func (s *session) labels() map[string]string {
+	keys := make([]string, len(s.jobs))
+	for i, j := range s.jobs {
+		keys[i] = j.Task
+	}
+	return variant.Labels(keys, s.variantsByKey())
 }
 
 // dataset is the Dataset of the session's jobs under the given runs'
@@ -56,7 +76,7 @@ func (s *session) dataset(ctx context.Context, runs []report.RunResults, full, m
 // datasetOf is dataset for some of the session's jobs.
 func (s *session) datasetOf(ctx context.Context, jobs []*generate.Job, runs []report.RunResults, full, modelLabels bool) (*report.Dataset, error) {
 	return report.FromResults(ctx, s.st, jobs, runs, report.FromOptions{Full: full, ModelLabels: modelLabels,
-		Totals: s.totals, Limit: s.flags.limit, Info: s.taskInfo()})
+		Totals: s.totals, Limit: s.flags.limit, Info: s.taskInfo(), Variants: s.variantsByKey()})
 }
 
 // lmevalOptions is what the session's runs say in lm-eval files: the
@@ -96,7 +116,7 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 	if len(paths) == 0 {
 		var names []string
 		for _, td := range ds.Tasks {
-			names = append(names, td.Task)
+			names = append(names, td.Label)
 		}
 		fmt.Fprintf(stderr, "note: --output-path %s: nothing written: nothing stored for %s\n", dir, strings.Join(append(names, "the selection")[:max(len(names), 1)], ", "))
 	}
@@ -106,7 +126,10 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 			scored = scored || r.Scored > 0
 		}
 		if !scored {
-			fmt.Fprintf(stderr, "tally: task %s: every sample failed; its lm-eval files list them (failed samples count as 0) with no metric values\n", td.Task)
+			fmt.Fprintf(stderr, "tally: task %s: every sample failed; its lm-eval files list them (failed samples count as 0) with no metric values\n", td.Label)
+		}
+		if td.PromptsLost() {
+			fmt.Fprintf(stderr, "tally: task %s: no lm-eval files: the store does not hold its prompts (an earlier tally's store; `tally report` shows its scores)\n", td.Label)
 		}
 	}
 	return nil

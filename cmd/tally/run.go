@@ -28,6 +28,7 @@ import (
 	"tally/rescore"
 	"tally/store"
 	"tally/tasks"
+	"tally/tasks/variant"
 )
 
 // runFlags are the flags shared by run, rerun, demo, plan, rescore and
@@ -157,11 +158,7 @@ type session struct {
 	flags *runFlags
 	st    *store.Store
 	be    backends.Backend
-	jobs  []*generate.Job
-	cfgs  []*tasks.Config
-	// totals is, per task, the number of samples in its data before
-	// --limit or --samples.
-	totals map[string]int
+	*loadedJobs
 }
 
 func (f *runFlags) settings() ([]generate.StopSetting, error) {
@@ -195,51 +192,50 @@ func (f *runFlags) setArgs() []string {
 // listTasks reports whether --tasks is lm-eval's `--tasks list`.
 func (f *runFlags) listTasks() bool { return len(f.tasks) == 1 && f.tasks[0] == "list" }
 
-// loadJobs resolves tasks and loads their samples; no model is needed.
-// totals is, per task, the number of samples in its data before --limit
-// or --samples.
-func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tasks.Config, totals map[string]int, err error) {
+// loadedJobs are a command's tasks, loaded: per task (in order) its
+// config, its job (under its variant's key) and its variant, and per key
+// the number of samples in its data before --limit or --samples.
+type loadedJobs struct {
+	jobs     []*generate.Job
+	cfgs     []*tasks.Config
+	variants []variant.Record
+	totals   map[string]int
+}
+
+// loadJobs resolves tasks and loads their samples, each task's under its
+// variant's key; no model is needed.
+func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 	if err := f.validate(); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	stops, err := f.settings()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	if len(f.tasks) == 0 {
-		return nil, nil, nil, fmt.Errorf("no tasks: pass --tasks")
+	set, err := f.setMap()
+	if err != nil {
+		return nil, err
 	}
-	if f.data != "" && len(f.tasks) > 1 {
-		return nil, nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+	cfgs, specs, err := f.resolveTasks(set)
+	if err != nil {
+		return nil, err
 	}
-	set := map[string]string{}
-	for _, kv := range f.setArgs() {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, nil, nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
-		}
-		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
-			return nil, nil, nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
-		}
-		set[k] = v
-	}
-	totals = map[string]int{}
-	for _, spec := range f.tasks {
-		cs, err := tasks.ResolveAll(spec, set)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		cfgs = append(cfgs, cs...)
+	chat, err := f.modelOptions(cfgs, nil).useChat()
+	if err != nil {
+		return nil, err
 	}
 	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs,
 		CacheDir: tasks.DefaultLoadCacheDir()})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	lj := &loadedJobs{cfgs: cfgs, totals: map[string]int{}}
 	found := map[string]bool{}
 	for i, cfg := range cfgs {
 		loaded := all[i]
-		totals[cfg.Task] = loaded.Total
+		rec := cfg.Variant(loaded, tasks.VariantOptions{Chat: chat, TaskSpec: specs[i], Set: set})
+		tasks.Keyed(loaded, rec)
+		lj.totals[rec.Key] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
 		}
@@ -247,15 +243,62 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 			found[s.ID] = true
 		}
 		if len(loaded.Samples) == 0 && len(f.samples) == 0 {
-			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
+			return nil, fmt.Errorf("task %s: no samples selected", cfg.Task)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
+		j := &generate.Job{Task: rec.Key, Samples: loaded.Samples, Settings: cfg.SettingsWith(stops), MaxTokens: cfg.MaxTokens,
 			Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
 		if f.maxTokens > 0 {
 			j.MaxTokens = f.maxTokens
 		}
-		jobs = append(jobs, j)
+		lj.jobs, lj.variants = append(lj.jobs, j), append(lj.variants, rec)
 	}
+	if err := f.checkSampleIDs(found, lj.jobs); err != nil {
+		return nil, err
+	}
+	return lj, nil
+}
+
+// setMap is --set (and --fewshot) as a map of fields to values.
+func (f *runFlags) setMap() (map[string]string, error) {
+	set := map[string]string{}
+	for _, kv := range f.setArgs() {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if _, twice := set[k]; twice && k == "fewshot" && f.fs != nil && f.fs.Changed("fewshot") {
+			return nil, fmt.Errorf("--fewshot and --set fewshot: give the number of examples once")
+		}
+		set[k] = v
+	}
+	return set, nil
+}
+
+// resolveTasks resolves --tasks under set: every config, with the
+// --tasks entry each came from.
+func (f *runFlags) resolveTasks(set map[string]string) (cfgs []*tasks.Config, specs []string, err error) {
+	if len(f.tasks) == 0 {
+		return nil, nil, fmt.Errorf("no tasks: pass --tasks")
+	}
+	if f.data != "" && len(f.tasks) > 1 {
+		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+	}
+	for _, spec := range f.tasks {
+		cs, err := tasks.ResolveAll(spec, set)
+		if err != nil {
+			return nil, nil, err
+		}
+		for range cs {
+			specs = append(specs, spec)
+		}
+		cfgs = append(cfgs, cs...)
+	}
+	return cfgs, specs, nil
+}
+
+// checkSampleIDs refuses --samples ids that no task has (found holds the
+// ids loaded), and a task left with no samples.
+func (f *runFlags) checkSampleIDs(found map[string]bool, jobs []*generate.Job) error {
 	var unknown []string
 	for _, id := range f.samples {
 		if !found[id] {
@@ -263,14 +306,14 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, nil, nil, fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
+		return fmt.Errorf("--samples: unknown sample ids %s (not in task %s)", strings.Join(unknown, ","), strings.Join(f.tasks, ", "))
 	}
 	for _, j := range jobs {
 		if len(j.Samples) == 0 {
-			return nil, nil, nil, fmt.Errorf("task %s: no samples selected", j.Task)
+			return fmt.Errorf("task %s: no samples selected", variant.Name(j.Task))
 		}
 	}
-	return jobs, cfgs, totals, nil
+	return nil
 }
 
 // open sets up a session. A read-only session opens an existing store for
@@ -279,24 +322,24 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, readOnly bool) (*
 	if f.model == "" {
 		return nil, fmt.Errorf("no model: pass --model")
 	}
-	jobs, cfgs, totals, err := f.loadJobs(stderr)
+	lj, err := f.loadJobs(stderr)
 	if err != nil {
 		return nil, err
 	}
-	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(cfgs, jobs))
+	st, be, err := f.openStoreAndModel(ctx, readOnly, f.modelOptions(lj.cfgs, lj.jobs), stderr)
 	if err != nil {
 		return nil, err
 	}
-	return &session{flags: f, st: st, be: be, jobs: jobs, cfgs: cfgs, totals: totals}, nil
+	return &session{flags: f, st: st, be: be, loadedJobs: lj}, nil
 }
 
 // openStoreAndModel opens the store (read-only: an existing one only) and
 // the model. A store this command would create is created once the model
 // opened, so that a model that fails to open leaves no empty store behind.
-func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions) (st *store.Store, be backends.Backend, err error) {
+func (f *runFlags) openStoreAndModel(ctx context.Context, readOnly bool, mo modelOptions, stderr io.Writer) (st *store.Store, be backends.Backend, err error) {
 	openStore := func() (err error) {
 		if readOnly {
-			st, err = openStoreReadOnly(ctx, f.storePath)
+			st, err = openStoreReadOnly(ctx, f.storePath, stderr)
 		} else {
 			st, err = store.Open(ctx, f.storePath)
 		}
@@ -404,10 +447,8 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	defer s.Close()
-	for _, j := range s.jobs {
-		if err := s.st.PutSamples(ctx, storeSamples(j)); err != nil {
-			return err
-		}
+	if err := s.storeSamples(ctx); err != nil {
+		return err
 	}
 	plan, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
 	if err != nil {
@@ -417,7 +458,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return fmt.Errorf("nothing stored for this model in %s%s: use `tally run`", store.Redact(f.storePath), supersededNote(plan))
 	}
 	if !f.json {
-		printPlan(stderr, plan)
+		printPlan(stderr, plan, s.labels())
 	}
 	// The native backend's memory plan for the work, before any of it (on
 	// xla/cuda only with --device-memory), also beside --json's stdout.
@@ -518,8 +559,9 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
 			owner, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsByPeers, sum.ClaimsTakenOver)
 	}
-	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
-		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsByPeers, sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
+	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d failed before and not retried, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
+		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsFailed, sum.GenerationsByPeers,
+		sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printRows(stdout, ds)
 	if name == "demo" {
 		for _, j := range s.jobs {
@@ -572,12 +614,28 @@ func countCells(p *generate.Plan) int {
 	return n
 }
 
-func storeSamples(j *generate.Job) []store.Sample {
-	out := make([]store.Sample, len(j.Samples))
-	for i, s := range j.Samples {
-		out[i] = rescore.ToStore(s)
+// storeSamples stores the session's task variants and samples (a writing
+// command's first step: what its generations and scores are of); a
+// session loaded without data rows (noDocs) adds only the samples not
+// stored, keeping the stored ones' rows.
+func (s *session) storeSamples(ctx context.Context) error {
+	if err := s.st.PutVariants(ctx, s.variants); err != nil {
+		return err
 	}
-	return out
+	put := s.st.PutSamples
+	if s.flags.noDocs {
+		put = s.st.AddSamples
+	}
+	for _, j := range s.jobs {
+		out := make([]store.Sample, len(j.Samples))
+		for i, smp := range j.Samples {
+			out[i] = rescore.ToStore(smp)
+		}
+		if err := put(ctx, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -625,7 +683,15 @@ type failedSample struct {
 
 type counts map[generate.Status]int
 
-func planSummary(p *generate.Plan) planJSON {
+// planSummary is the plan as `tally plan --json` prints it, tasks named
+// by labels (variant.Labels; their names where labels is nil).
+func planSummary(p *generate.Plan, labels map[string]string) planJSON {
+	label := func(key string) string {
+		if l, ok := labels[key]; ok {
+			return l
+		}
+		return variant.Name(key)
+	}
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
 		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
@@ -643,12 +709,12 @@ func planSummary(p *generate.Plan) planJSON {
 	}
 	for _, it := range p.Items {
 		if it.FailReason != "" {
-			out.Failed = append(out.Failed, failedSample{it.Sample.Task, it.Sample.ID, it.FailReason})
+			out.Failed = append(out.Failed, failedSample{label(it.Sample.Task), it.Sample.ID, it.FailReason})
 		}
-		t := out.Tasks[it.Job.Task]
+		t := out.Tasks[label(it.Job.Task)]
 		if t == nil {
 			t = map[string]counts{}
-			out.Tasks[it.Job.Task] = t
+			out.Tasks[label(it.Job.Task)] = t
 		}
 		for k, set := range it.Job.Settings {
 			if t[set.Name] == nil {
@@ -660,8 +726,8 @@ func planSummary(p *generate.Plan) planJSON {
 	return out
 }
 
-func printPlan(w io.Writer, p *generate.Plan) {
-	sum := planSummary(p)
+func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
+	sum := planSummary(p, labels)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "task\tsetting")
 	for _, s := range generate.AllStatuses() {
@@ -788,9 +854,9 @@ func newPlanCmd() *cobra.Command {
 					planJSON
 					Memory string `json:"memory,omitempty"`
 					planClaims
-				}{planSummary(p), mem, claims})
+				}{planSummary(p, s.labels()), mem, claims})
 			}
-			printPlan(stdout, p)
+			printPlan(stdout, p, s.labels())
 			if mem != "" {
 				fmt.Fprintf(stdout, "memory: %s\n", mem)
 			}
@@ -864,6 +930,9 @@ func rescoreCommand(ctx context.Context, f *runFlags, stdout, stderr io.Writer) 
 		return err
 	}
 	defer s.Close()
+	if err := s.storeSamples(ctx); err != nil {
+		return err
+	}
 	started := time.Now()
 	ds, failures := &report.Dataset{}, []string(nil)
 	var runs []report.RunResults

@@ -11,13 +11,30 @@ import (
 	"tally/report"
 	"tally/rescore"
 	"tally/store"
+	"tally/tasks/variant"
 )
 
 // storeFilter turns --model, --tasks and --stop into a store filter: the
 // model by name (as its runs recorded it) or fingerprint, tasks by name,
 // stop settings by name (NAME or NAME=SEQ...).
 func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stops []string) (store.Filter, error) {
-	f := store.Filter{Tasks: tasks}
+	f := store.Filter{}
+	if len(tasks) > 0 {
+		// A task name selects every stored variant of it; a variant's key
+		// selects that one.
+		keys, err := st.Tasks(ctx)
+		if err != nil {
+			return f, err
+		}
+		for _, k := range keys {
+			if slices.Contains(tasks, k) || slices.Contains(tasks, variant.Name(k)) {
+				f.Tasks = append(f.Tasks, k)
+			}
+		}
+		if len(f.Tasks) == 0 {
+			f.Tasks = tasks // none stored: the report says nothing matches
+		}
+	}
 	for _, s := range stops {
 		name, _, _ := strings.Cut(s, "=")
 		f.Settings = append(f.Settings, name)
@@ -45,7 +62,7 @@ func storeFilter(ctx context.Context, st *store.Store, model string, tasks, stop
 // task × stop setting (narrowed by --model, --tasks, --stop), in the
 // chosen format, and the lm-eval files under outputPath when set.
 func storeReport(ctx context.Context, f *runFlags, format, outputPath string, showChanged int, stdout, stderr io.Writer) error {
-	st, err := openStoreReadOnly(ctx, f.storePath)
+	st, err := openStoreReadOnly(ctx, f.storePath, stderr)
 	if err != nil {
 		return err
 	}
@@ -84,7 +101,7 @@ func storeReport(ctx context.Context, f *runFlags, format, outputPath string, sh
 	if err != nil {
 		return err
 	}
-	noteChecked(stderr, rs)
+	noteChecked(stderr, rs, ds)
 	ds.Title = title
 	if len(ds.Tasks) == 0 {
 		fmt.Fprintf(stderr, "note: no stored scores match in %s (see `tally ls`)\n", st.Path())

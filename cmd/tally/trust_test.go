@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,10 +238,14 @@ func asNobody(t *testing.T, base []string) {
 	}
 }
 
-// TestScoresAreDerived (finding 3): after a gold answer changes in the
-// data file, `tally run` (no model work) reports the new numbers, and a
-// metric removed from the task's list disappears from the output and the
-// store; report and compare see the same.
+// TestScoresAreDerived: no command shows a score computed from inputs
+// that have since changed. Data whose answers changed is another variant
+// of the task (its data's digest makes it one): its scores are its own,
+// computed from the stored generations with no model work, and the
+// first data's stay the first variant's, never mixed with them. A change
+// of the task's metrics makes the stored scores stale: a run recomputes
+// and stores them, dropping the metric no longer named; report recomputes
+// them in memory.
 func TestScoresAreDerived(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary")
@@ -270,33 +276,58 @@ func TestScoresAreDerived(t *testing.T) {
 	if first.Scores["qa"]["nl"]["exact_match"] != 0 {
 		t.Fatalf("first run %v", first.Scores)
 	}
-	// Make q0's gold answer what the model said: its exact match becomes 1.
+	// Make q0's gold answer what the model said: its exact match becomes
+	// 1, in a second variant scored from the same generations.
 	pred := storedPrediction(t, db, "q0")
 	writeData(pred)
 	second, out := runTally(t, built, args...)
 	if got := second.Scores["qa"]["nl"]["exact_match"]; got != 0.25 {
 		t.Errorf("after the gold answer changed: exact_match %v, want 0.25 (prediction %q)", got, pred)
 	}
-	if second.GenerationsNew != 0 || !strings.Contains(out, "recomputed 1 stale scores") {
+	if second.GenerationsNew != 0 || second.GenerationsReused != 4 {
 		t.Errorf("second run: %+v\n%s", second, out)
 	}
-	// Drop f1 from the task: it disappears from run, report and the store.
+	variantMeans := func() map[string]float64 {
+		t.Helper()
+		var rows []struct {
+			Task, Variant, Metric string
+			Mean                  struct{ Estimate float64 }
+		}
+		if err := json.Unmarshal([]byte(tallyOut(t, "report", "--store", db, "--json")), &rows); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, r := range rows {
+			if r.Metric == "exact_match" {
+				out[r.Task] = r.Mean.Estimate
+			}
+		}
+		return out
+	}
+	if m := variantMeans(); len(m) != 2 || !slices.Contains(slices.Collect(maps.Values(m)), 0.0) || !slices.Contains(slices.Collect(maps.Values(m)), 0.25) {
+		t.Errorf("store-only report: exact_match by task %v, want one variant at 0 and one at 0.25", m)
+	}
+	// Drop f1 from the task: the same variant (metrics do not make one),
+	// whose stored exact_match scores are stale (the task's scoring
+	// changed): recomputed and stored, f1 gone from run, report and the
+	// variant's stored scores.
 	writeTask("exact_match")
 	third, out := runTally(t, built, args...)
-	if _, ok := third.Scores["qa"]["nl"]["f1"]; ok || third.Scores["qa"]["nl"]["exact_match"] != 0.25 {
+	if _, ok := third.Scores["qa"]["nl"]["f1"]; ok || third.Scores["qa"]["nl"]["exact_match"] != 0.25 || !strings.Contains(out, "recomputed 4 stale scores") {
 		t.Errorf("after f1 was removed: %v\n%s", third.Scores, out)
 	}
-	if n := metricRows(t, db, "f1"); n != 0 {
-		t.Errorf("%d f1 scores left in the store", n)
+	if n := metricRows(t, db, "f1"); n != 4 {
+		t.Errorf("%d f1 scores left in the store, want the first variant's 4", n)
 	}
 	rep, _, _ := runStatus(t, "report", "--model", "demo", "--tasks", task, "--data", data, "--store", db, "--format", "text")
 	if strings.Contains(rep, "f1") || !strings.Contains(rep, "exact_match") {
 		t.Errorf("report after f1 was removed:\n%s", rep)
 	}
-	// report never writes: a changed gold answer is recomputed in memory.
+	// report never writes: the first variant's stored scores, stale under
+	// the task's new metrics, are recomputed in memory.
 	writeData("nothing")
 	_, stderr, _ := runStatus(t, "report", "--model", "demo", "--tasks", task, "--data", data, "--store", db, "--format", "json")
-	if !strings.Contains(stderr, "recomputed 1 stale scores") || !strings.Contains(stderr, "in memory") {
+	if !strings.Contains(stderr, "recomputed 4 stale scores") || !strings.Contains(stderr, "in memory") {
 		t.Errorf("report stderr %q", stderr)
 	}
 }

@@ -43,7 +43,7 @@ func taskRows(req datasets.Request) (datasets.Rows, error) {
 	if err != nil {
 		return datasets.Rows{}, err
 	}
-	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs))}
+	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs)), Meta: make([]map[string]string, len(qs))}
 	for i, q := range qs {
 		va := q.ValidatedAnswers
 		if len(va) == 0 {
@@ -60,8 +60,24 @@ func taskRows(req datasets.Request) (datasets.Rows, error) {
 		out.Rows[i] = map[string]any{"section_id": q.SectionID, "query_id": q.QueryID, "passage": q.Passage,
 			"question": q.Question, "target": target}
 		out.Refs[i], _ = json.Marshal(answers)
+		if out.Meta[i], err = answerMeta(q.Answer); err != nil {
+			return datasets.Rows{}, fmt.Errorf("%s question %s: %w", req.Path, q.QueryID, err)
+		}
 	}
 	return out, nil
+}
+
+// MetaAnswerType is the sample metadata key of the gold answer's type, as
+// DROP types it (scoredrop.AnswerType: number, span, spans or date).
+const MetaAnswerType = "answer_type"
+
+// answerMeta is a question's sample metadata: its gold answer's type.
+func answerMeta(answer json.RawMessage) (map[string]string, error) {
+	t, err := scoredrop.AnswerType(answer)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{MetaAnswerType: t}, nil
 }
 
 // isLog reports whether path is an lm-evaluation-harness sample log.
@@ -95,7 +111,7 @@ func logRows(path string) (datasets.Rows, error) {
 	if err != nil {
 		return datasets.Rows{}, err
 	}
-	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs))}
+	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs)), Meta: make([]map[string]string, len(recs))}
 	for i, r := range recs {
 		var row map[string]any
 		if err := json.Unmarshal(r.Doc, &row); err != nil {
@@ -104,6 +120,12 @@ func logRows(path string) (datasets.Rows, error) {
 		answers, err := scoredrop.Answers(r.Doc)
 		if err != nil {
 			return datasets.Rows{}, fmt.Errorf("%s line %d: %w", path, r.Line, err)
+		}
+		var doc struct {
+			Answer json.RawMessage `json:"answer"`
+		}
+		if json.Unmarshal(r.Doc, &doc) == nil {
+			out.Meta[i], _ = answerMeta(doc.Answer) // Answers read it: it parses
 		}
 		row[datasets.VerbatimPrompt] = r.Prompt
 		row["target"] = ""

@@ -244,3 +244,35 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// AnswerType is the type of a DROP answer object as the benchmark's gold
+// types it (drop_eval.py's answer_json_to_strings, allenai/allennlp-reading-
+// comprehension, the order parse_answer reads it in): "number" when its
+// number is non-empty, else "span" or "spans" (one or several) when its
+// spans are non-empty, else "date" — a year alone is a date.
+func AnswerType(answer json.RawMessage) (string, error) {
+	var a map[string]json.RawMessage
+	if err := json.Unmarshal(answer, &a); err != nil {
+		return "", fmt.Errorf("parsing DROP answer: %w", err)
+	}
+	parsed, err := parseAnswer(a)
+	if err != nil {
+		return "", fmt.Errorf("parsing DROP answer: %w", err)
+	}
+	var s string
+	if t := bytes.TrimSpace(a["number"]); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil || s != "" {
+		return "number", nil
+	}
+	var spans []string
+	if json.Unmarshal(a["spans"], &spans) == nil && len(spans) > 0 {
+		if len(parsed) > 1 {
+			return "spans", nil
+		}
+		return "span", nil
+	}
+	var str string
+	if json.Unmarshal(a["spans"], &str) == nil && str != "" {
+		return "spans", nil
+	}
+	return "date", nil
+}

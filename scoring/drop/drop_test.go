@@ -339,3 +339,21 @@ func FuzzAnswers(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswerType: the gold's own type (number, then spans, then date), a
+// year written in the date's fields being a date.
+func TestAnswerType(t *testing.T) {
+	for _, tc := range []struct{ answer, want string }{
+		{`{"number":"7.5","date":{"day":"","month":"","year":""},"spans":[]}`, "number"},
+		{`{"number":"","date":{"day":"","month":"","year":"2017"},"spans":[]}`, "date"},
+		{`{"number":"","date":{"day":"5","month":"March","year":"1999"},"spans":[]}`, "date"},
+		{`{"number":"","date":{"day":"","month":"","year":""},"spans":["Bears"]}`, "span"},
+		{`{"number":"","date":{"day":"","month":"","year":""},"spans":["a","b"]}`, "spans"},
+		{`{"number":2017,"date":{"day":"","month":"","year":""},"spans":[]}`, "number"},
+	} {
+		got, err := AnswerType(json.RawMessage(tc.answer))
+		if err != nil || got != tc.want {
+			t.Errorf("AnswerType(%s) = %q, %v; want %q", tc.answer, got, err, tc.want)
+		}
+	}
+}

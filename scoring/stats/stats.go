@@ -126,3 +126,76 @@ func quantile(sorted []float64, q float64) float64 {
 	frac := pos - float64(lo)
 	return sorted[lo]*(1-frac) + sorted[hi]*frac
 }
+
+// Wilson returns the Wilson score interval (Wilson 1927, "Probable
+// inference, the law of succession, and statistical inference") for a
+// proportion p observed over n trials at the given confidence level. It
+// lies within [0, 1] for any p in [0, 1] and n > 0.
+func Wilson(p, n, level float64) (lo, hi float64) {
+	z := z(level)
+	z2 := z * z
+	denom := 1 + z2/n
+	center := (p + z2/(2*n)) / denom
+	half := z / denom * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
+	return max(0, center-half), min(1, center+half)
+}
+
+// BoundedMeanInterval returns the mean of xs with an interval inside the
+// scores' range, by construction: for scores that are all 0 or 1, the
+// Wilson score interval over their number; for scores in [0, 1], the
+// Wilson score interval at the effective number of trials
+// p(1−p)/MeanStderr² (the number of 0/1 scores whose mean p would have the
+// same standard error), a point when they do not vary; for any other
+// scores, MeanInterval (their range is not known). Its bounds are NaN
+// for fewer than two values.
+func BoundedMeanInterval(xs []float64, level float64) Interval {
+	est := Mean(xs)
+	if len(xs) < 2 {
+		return Interval{est, math.NaN(), math.NaN()}
+	}
+	binary, unit := true, true
+	for _, x := range xs {
+		binary = binary && (x == 0 || x == 1)
+		unit = unit && x >= 0 && x <= 1
+	}
+	switch {
+	case binary:
+		lo, hi := Wilson(est, float64(len(xs)), level)
+		return Interval{est, lo, hi}
+	case unit:
+		return effectiveWilson(est, MeanStderr(xs), level)
+	}
+	return MeanInterval(xs, level)
+}
+
+// effectiveWilson is the Wilson score interval of a mean p in [0, 1] with
+// standard error se, at the effective number of trials p(1−p)/se².
+func effectiveWilson(p, se, level float64) Interval {
+	if se == 0 || p <= 0 || p >= 1 {
+		return Interval{p, p, p}
+	}
+	lo, hi := Wilson(p, p*(1-p)/(se*se), level)
+	return Interval{p, lo, hi}
+}
+
+// BoundedPairedInterval returns the mean difference b−a over paired
+// observations with an interval inside the differences' range: for
+// scores in [0, 1] (differences in [−1, 1]), the Wilson score interval at
+// the effective number of trials of the differences mapped onto [0, 1]
+// ((d+1)/2), mapped back; for any other scores, PairedMeanInterval. a and
+// b must have the same length.
+func BoundedPairedInterval(a, b []float64, level float64) Interval {
+	unit := true
+	for i := range a {
+		unit = unit && a[i] >= 0 && a[i] <= 1 && b[i] >= 0 && b[i] <= 1
+	}
+	if !unit || len(a) < 2 {
+		return PairedMeanInterval(a, b, level)
+	}
+	u := make([]float64, len(a))
+	for i := range a {
+		u[i] = (b[i] - a[i] + 1) / 2
+	}
+	iv := effectiveWilson(Mean(u), MeanStderr(u), level)
+	return Interval{2*iv.Estimate - 1, 2*iv.Low - 1, 2*iv.High - 1}
+}

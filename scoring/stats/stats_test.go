@@ -117,3 +117,68 @@ func TestPairedMeanInterval(t *testing.T) {
 }
 
 func near(x, y float64) bool { return math.Abs(x-y) < 1e-12 }
+
+// TestWilson: Wilson's score interval, against its closed forms (0 of n:
+// [0, z²/(n+z²)]) and a value computed by hand (15 of 16).
+func TestWilson(t *testing.T) {
+	z2 := 1.959963984540054 * 1.959963984540054
+	for _, tc := range []struct{ p, n, lo, hi float64 }{
+		{0, 10, 0, z2 / (10 + z2)},
+		{1, 10, 10 / (10 + z2), 1},
+		{15.0 / 16, 16, 0.7167126242970107, 0.9888806552353576},
+	} {
+		lo, hi := Wilson(tc.p, tc.n, 0.95)
+		if math.Abs(lo-tc.lo) > 1e-12 || math.Abs(hi-tc.hi) > 1e-12 {
+			t.Errorf("Wilson(%v, %v) = [%v, %v], want [%v, %v]", tc.p, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}
+
+// TestBoundedIntervals (issue 33): every interval of scores in [0, 1]
+// stays inside [0, 1] (a difference's inside [−1, 1]) where the normal
+// one leaves it, 0/1 scores get Wilson's, and other scores keep the
+// normal interval.
+func TestBoundedIntervals(t *testing.T) {
+	ones := func(k, n int) []float64 {
+		xs := make([]float64, n)
+		for i := range k {
+			xs[i] = 1
+		}
+		return xs
+	}
+	for _, tc := range []struct {
+		name   string
+		xs     []float64
+		lo, hi float64 // the range the interval must stay in
+	}{
+		{"15 of 16", ones(15, 16), 0, 1},
+		{"all 1", ones(16, 16), 0, 1},
+		{"all 0", ones(0, 16), 0, 1},
+		{"f1 near 1", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.5}, 0, 1},
+		{"f1 near 0", []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0.3, 0, 0}, 0, 1},
+		{"constant", []float64{0.5, 0.5, 0.5}, 0, 1},
+	} {
+		iv := BoundedMeanInterval(tc.xs, 0.95)
+		if iv.Low < tc.lo || iv.High > tc.hi || iv.Low > iv.Estimate || iv.High < iv.Estimate {
+			t.Errorf("%s: %+v outside [%v, %v] or not around its estimate", tc.name, iv, tc.lo, tc.hi)
+		}
+		if normal := MeanInterval(tc.xs, 0.95); tc.name == "15 of 16" && normal.High <= 1 {
+			t.Errorf("15 of 16: the normal interval %+v should pass 1 (the case the issue reports)", normal)
+		}
+	}
+	iv := BoundedMeanInterval(ones(15, 16), 0.95)
+	if lo, hi := Wilson(15.0/16, 16, 0.95); iv.Low != lo || iv.High != hi {
+		t.Errorf("0/1 scores: %+v, want Wilson's [%v, %v]", iv, lo, hi)
+	}
+	wide := []float64{3, 5, 9, 12}
+	if got, want := BoundedMeanInterval(wide, 0.95), MeanInterval(wide, 0.95); got != want {
+		t.Errorf("scores beyond [0, 1]: %+v, want the normal interval %+v", got, want)
+	}
+	d := BoundedPairedInterval(ones(0, 16), ones(15, 16), 0.95)
+	if d.Estimate != 15.0/16 || d.Low < -1 || d.High > 1 || d.Low > d.Estimate || d.High < d.Estimate {
+		t.Errorf("paired difference 0 → 15 of 16: %+v, want inside [−1, 1] around 0.9375", d)
+	}
+	if d := BoundedPairedInterval(ones(3, 8), ones(3, 8), 0.95); d.Estimate != 0 || d.Low != 0 || d.High != 0 {
+		t.Errorf("no difference: %+v", d)
+	}
+}

@@ -24,6 +24,8 @@ type dataSource struct {
 	files map[string]string // split -> file
 	dir   string
 	one   string // one file: the evaluation split
+	// read are the files read through it, in the order read.
+	read []string
 }
 
 func parseDataSpec(spec string) (*dataSource, error) {

@@ -224,6 +224,8 @@ type Loaded struct {
 	// MultipleTarget is lm-eval's multiple_target: the first document's
 	// target is a list, so every target is read as a list of answers.
 	MultipleTarget bool
+	// Files are the data files read, in the order read.
+	Files []string
 }
 
 // MetaMultipleTarget is the sample metadata key of lm-eval's
@@ -313,7 +315,7 @@ func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 		samples[i] = datasets.Sample{Task: c.task, ID: strconv.Itoa(i), Prompt: prompt, References: refs, Metadata: md,
 			Doc: docJSON, Target: &target, Index: &i}
 	}
-	return Loaded{Samples: samples, Skipped: skipped, MultipleTarget: multi}, nil
+	return Loaded{Samples: samples, Skipped: skipped, MultipleTarget: multi, Files: ds.read}, nil
 }
 
 // targetValue is doc_to_target's rule for a rendered template: a text
@@ -351,6 +353,7 @@ func (t *Task) readSplit(ds *dataSource, split, evalSplit string, skipBad bool) 
 		if err != nil {
 			return nil, 0, fmt.Errorf("task %s: split %s: %w", t.c.task, split, err)
 		}
+		ds.read = append(ds.read, f)
 		docs = append(docs, d...)
 		skipped += n
 	}

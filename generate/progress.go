@@ -1,5 +1,21 @@
 package generate
 
+// Progress receives progress reports; implementations must be safe for
+// concurrent use.
+type Progress interface {
+	// Start announces the number of samples that need model work.
+	Start(samples int)
+	// Tokens reports n newly generated tokens. When a sample ends, n
+	// corrects what was reported for it to the backend's count (negative
+	// when a server streamed more pieces than tokens), so that the tokens
+	// reported add up to Summary.GeneratedTokens.
+	Tokens(n int)
+	// SampleDone reports one finished sample.
+	SampleDone()
+	// Finish ends the report.
+	Finish()
+}
+
 // TokenProgress is an optional extension of Progress: a Progress that
 // also implements it is told the tokens a run will prefill and may
 // generate, and each sample's tokens and failure as the sample ends, so it

@@ -1,0 +1,246 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"tally/tasks/variant"
+)
+
+// legacyRunDef is a run of an earlier tally: its flags, and the samples
+// it generated (by id) with their prompts.
+type legacyRunDef struct {
+	config string
+	gens   []string
+	prompt func(id string) string
+}
+
+// makeLegacyStore writes, at newPath, the store an earlier tally (schema
+// 6: no variants, every task stored by name) leaves after the given runs
+// of task "drop" over samples a, b, c (indexes 0, 1, 2): each run stores
+// the prompts of the samples it selects (selected: by id; nil, all) and
+// generates the ones listed, as the earlier tally did.
+func makeLegacyStore(t *testing.T, path string, runs []legacyRunDef, selected [][]string) {
+	t.Helper()
+	ctx := context.Background()
+	s := openAt(t, path)
+	if _, err := s.db.ExecContext(ctx, `DROP TABLE variants`); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		var id int64
+		if err := s.db.QueryRowContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
+			VALUES(?,?,?,?,?,?,?,?,?) RETURNING id`, fmt.Sprintf("2026-01-0%dT00:00:00Z", i+1), "run", r.config, "old", "h", "gomlx", "demo", "fp", RunDone).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		var samples []Sample
+		for idx, sid := range []string{"a", "b", "c"} {
+			if selected[i] != nil && !slices.Contains(selected[i], sid) {
+				continue
+			}
+			samples = append(samples, Sample{Task: "drop", ID: sid, Prompt: r.prompt(sid), Refs: json.RawMessage(`[["x"]]`),
+				Metadata: json.RawMessage(fmt.Sprintf(`{"metadata":null,"share_key":"","index":%d}`, idx))})
+		}
+		if err := s.PutSamples(ctx, samples); err != nil {
+			t.Fatal(err)
+		}
+		for _, sid := range r.gens {
+			g := gen(0)
+			g.Key, g.Task, g.SampleID, g.RunID = "k-"+r.prompt(sid), "drop", sid, id
+			sc := Score{GenKey: g.Key, Task: "drop", SampleID: sid, Setting: "dot", SettingKey: ".", Budget: 8, Metric: "em", Value: float64(i), Prediction: "p", Digest: "d"}
+			if err := s.PutGenerations(ctx, []Generation{g}, []Score{sc}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setSchemaVersion(t, s, variantsSchema-1)
+	if s.db.eng == postgresEngine {
+		setSchemaVersion(t, s, variantsSchemaPG-1)
+	}
+	s.Close()
+}
+
+// checkReadOnlyLegacy checks a read-only open of an earlier store that
+// needs splitting: SQLite's reads an upgraded copy, telling so, and leaves
+// the file as it was; PostgreSQL's is refused, naming tally upgrade.
+func checkReadOnlyLegacy(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	before, _ := os.ReadFile(path)
+	r, err := OpenReadOnly(ctx, path)
+	if IsPostgres(path) {
+		if err == nil || !strings.Contains(err.Error(), "tally upgrade") || !strings.Contains(err.Error(), "drop") {
+			t.Fatalf("read-only open of an earlier PostgreSQL store mixing variants: %v, want a refusal naming tally upgrade", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("read-only open of an earlier store mixing variants: %v", err)
+	}
+	recs, err := r.Variants(ctx)
+	if r.Upgraded() == nil || !strings.Contains(r.Upgraded().Error(), "tally upgrade") || err != nil || len(recs) == 0 {
+		t.Errorf("read-only open: upgraded %v, variants %v %v; want an upgraded copy, saying so", r.Upgraded(), recs, err)
+	}
+	dir := r.copyDir
+	r.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("a read-only open changed the store file")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the upgraded copy %s is left after Close: %v", dir, err)
+	}
+}
+
+// TestLegacyVariantsSplit (issue 33): a store an earlier tally wrote after
+// a 3-shot run of all three samples and a 0-shot run of the first two is
+// read by read-only opens through an upgraded copy (never mixing the two),
+// and a writing open splits it: each variant under a key of its own with its generations
+// and scores, each sample's stored prompt with the generation it was made
+// for (c's is still the 3-shot one: the 0-shot run did not select c), and
+// the prompts a later run replaced marked not stored, never given to the
+// other variant's generations.
+func TestLegacyVariantsSplit(t *testing.T) { engines(t, testLegacyVariantsSplit) }
+
+func testLegacyVariantsSplit(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	path := newPath()
+	three := func(id string) string { return "3-shot " + id }
+	zero := func(id string) string { return "0-shot " + id }
+	makeLegacyStore(t, path, []legacyRunDef{
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, three},
+		{`{"tasks":["drop"],"set":["fewshot=0"],"limit":2}`, []string{"a", "b"}, zero},
+	}, [][]string{nil, {"a", "b"}})
+	checkReadOnlyLegacy(t, path)
+	s := openAt(t, path)
+	recs, err := s.Variants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("variants %v, want 2", recs)
+	}
+	var kThree, kZero string
+	for k, r := range recs {
+		if r.Spec.Legacy == nil || variant.Name(k) != "drop" || k == "drop" {
+			t.Fatalf("variant %s: %+v", k, r)
+		}
+		if strings.Contains(r.Spec.Legacy.Config, "fewshot=0") {
+			kZero = k
+		} else {
+			kThree = k
+		}
+	}
+	if kZero == "" || kThree == "" || recs[kZero].Spec.Legacy.Prompts != true || recs[kThree].Spec.Legacy.Prompts != false {
+		t.Fatalf("variants %+v", recs)
+	}
+	prompts := func(task string) map[string]string {
+		got, err := s.Samples(ctx, task, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for id, smp := range got {
+			out[id] = smp.Prompt
+		}
+		return out
+	}
+	if got, want := prompts(kZero), map[string]string{"a": "0-shot a", "b": "0-shot b"}; !maps.Equal(got, want) {
+		t.Errorf("0-shot variant's prompts %v, want %v", got, want)
+	}
+	if got, want := prompts(kThree), map[string]string{"a": "", "b": "", "c": "3-shot c"}; !maps.Equal(got, want) {
+		t.Errorf("3-shot variant's prompts %v, want %v (a and b replaced: not stored)", got, want)
+	}
+	var entries []Entry
+	if err := s.EachEntry(ctx, Filter{}, func(e Entry) error { entries = append(entries, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 5 {
+		t.Fatalf("%d scores, want 5", len(entries))
+	}
+	for _, e := range entries {
+		want := kThree
+		if e.Value == 1 {
+			want = kZero
+		}
+		if e.Task != want || !strings.HasPrefix(e.GenKey, map[string]string{kThree: "k-3-shot", kZero: "k-0-shot"}[want]) {
+			t.Errorf("score %+v under %s, want %s", e, e.Task, want)
+		}
+	}
+	s.Close()
+	if r, err := OpenReadOnly(ctx, path); err != nil {
+		t.Errorf("read-only open after the split: %v", err)
+	} else {
+		r.Close()
+	}
+}
+
+// TestLegacyOneVariant: an earlier tally's store whose task holds one
+// variant is read as it is by read-only opens, and a writing open records
+// the variant under the task's name, moving nothing.
+func TestLegacyOneVariant(t *testing.T) { engines(t, testLegacyOneVariant) }
+
+func testLegacyOneVariant(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	path := newPath()
+	three := func(id string) string { return "3-shot " + id }
+	makeLegacyStore(t, path, []legacyRunDef{
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b"}, three},
+		{`{"tasks":["drop"],"set":[],"command":"rerun"}`, []string{"c"}, three},
+	}, [][]string{nil, nil})
+	r, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("read-only open of a one-variant store: %v", err)
+	}
+	if recs, err := r.Variants(ctx); err != nil || len(recs) != 0 {
+		t.Errorf("variants before the migration: %v %v", recs, err)
+	}
+	r.Close()
+	s := openAt(t, path)
+	recs, err := s.Variants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := recs["drop"]; len(recs) != 1 || !ok || rec.Spec.Legacy == nil || !rec.Spec.Legacy.Prompts {
+		t.Fatalf("variants %+v, want drop alone, its prompts stored", recs)
+	}
+	tasks, err := s.Tasks(ctx)
+	if err != nil || !slices.Equal(tasks, []string{"drop"}) {
+		t.Errorf("tasks %v %v", tasks, err)
+	}
+}
+
+// TestLegacyReplacedPrompts: when a later run given other settings stored
+// the prompts of samples without generating them (interrupted), the
+// earlier generations keep their scores but not those prompts.
+func TestLegacyReplacedPrompts(t *testing.T) { engines(t, testLegacyReplacedPrompts) }
+
+func testLegacyReplacedPrompts(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	path := newPath()
+	three := func(id string) string { return "3-shot " + id }
+	zero := func(id string) string { return "0-shot " + id }
+	makeLegacyStore(t, path, []legacyRunDef{
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, three},
+		{`{"tasks":["drop"],"set":["fewshot=0"],"samples":["b"]}`, nil, zero},
+	}, [][]string{nil, {"b"}})
+	checkReadOnlyLegacy(t, path)
+	s := openAt(t, path)
+	got, err := s.Samples(ctx, "drop", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["a"].Prompt != "3-shot a" || got["b"].Prompt != "" || got["c"].Prompt != "3-shot c" {
+		t.Errorf("prompts %+v, want b's not stored", got)
+	}
+	recs, _ := s.Variants(ctx)
+	if rec := recs["drop"]; rec.Spec.Legacy == nil || rec.Spec.Legacy.Prompts {
+		t.Errorf("variant %+v, want its prompts marked as not all stored", rec)
+	}
+}
