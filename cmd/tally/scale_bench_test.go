@@ -20,6 +20,7 @@ import (
 	"tally/rescore"
 	"tally/store"
 	"tally/tasks"
+	"tally/tasks/variant"
 )
 
 // The scale benchmarks (issue 23, finding 9) run the tally binary on one
@@ -81,7 +82,14 @@ func scaleStore(b *testing.B) (db, taskList string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
+		// Stored as `tally run --tasks SPEC` stores them: under the
+		// variant's key, with its record.
+		rec := cfg.Variant(loaded, tasks.VariantOptions{TaskSpec: spec})
+		tasks.Keyed(loaded, rec)
+		if err := st.PutVariants(ctx, []variant.Record{rec}); err != nil {
+			b.Fatal(err)
+		}
+		j := &generate.Job{Task: rec.Key, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
 		var samples []store.Sample
 		for _, s := range loaded.Samples {
 			samples = append(samples, rescore.ToStore(s))
