@@ -17,6 +17,7 @@ import (
 	"tally/datasets"
 	"tally/generate"
 	"tally/store"
+	"tally/tasks/lmeval"
 	"tally/tasks/variant"
 )
 
@@ -121,6 +122,10 @@ type TaskInfo struct {
 	// cut at the setting's sequences.
 	Filters    map[string][]map[string]any
 	OwnSetting string
+	// LMEval is the lm-eval task the config was read from, when known:
+	// lm-eval files write what it says of each request and filter
+	// (generation kwargs, filtered responses) as lm-eval's writer does.
+	LMEval *lmeval.Task
 }
 
 // SampleData is one sample as one model answered it.

@@ -460,10 +460,14 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		results[task] = res
 		groups[task] = []string{}
 		hib[task] = taskHib
-		versions[task] = nil
+		// lm-eval's task.VERSION: metadata.version, else ConfigurableTask's
+		// "Yaml" (a tally task, configured by YAML too, the same).
+		versions[task] = "Yaml"
 		nshot[task] = 0
 		if td.Info != nil {
-			versions[task] = td.Info.Version
+			if td.Info.Version != nil {
+				versions[task] = td.Info.Version
+			}
 			nshot[task] = td.Info.FewShot
 		}
 		original := td.Total
@@ -570,7 +574,11 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	}
 	set("unsafe_code", false)
 	set("description", "")
-	set("target_delimiter", "")
+	if info.LMEval != nil {
+		set("target_delimiter", " ") // lm-eval's TaskConfig default
+	} else {
+		set("target_delimiter", "") // tally's target template holds its own space
+	}
 	sep := info.FewShotSeparator
 	if sep == "" {
 		sep = "\n\n"
@@ -665,7 +673,14 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	for _, ci := range t.cols {
 		maxBudget = max(maxBudget, td.Columns[ci].Budget)
 	}
-	kwargs := map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0}
+	// Each request's generation kwargs: an lm-eval task's own, as its
+	// requests carry them (arguments' arg_1); for a tally task, what the
+	// one generation serving every setting ran under.
+	until := sharedSeqs(td, t.cols)
+	var kwargs any = map[string]any{"until": until, "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0}
+	if td.Info != nil && td.Info.LMEval != nil {
+		kwargs = td.Info.LMEval.GenerationKwargs()
+	}
 	var hashes strings.Builder
 	docs := map[int]bool{}
 	var werr error
@@ -678,7 +693,7 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 				continue
 			}
 			docs[i] = true
-			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs)
+			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs, response(td, sd, sc, until))
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
 			b, err := json.Marshal(line)
 			if err != nil {
@@ -773,19 +788,45 @@ func docOf(sd *SampleData) json.RawMessage {
 	return b
 }
 
-func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Scored, kwargs map[string]any) LMEvalSample {
+// response is what lm-eval's model returned for a sample's request (a
+// samples file line's resps): for a task read from an lm-eval task file,
+// the continuation cut at the line's stop setting (at its own until, for
+// its own setting: what its filters take); for a tally task, the one
+// generation serving every setting, cut only at the sequences they share
+// (the request's until) — each setting's cut is its filtered_resps.
+func response(td *TaskData, sd *SampleData, sc *Scored, until []string) string {
+	if td.Info != nil && td.Info.LMEval != nil {
+		return sc.Prediction
+	}
+	if m, ok := generate.FindStop(sd.Text, until); ok && !sd.Imported {
+		return sd.Text[:m.Offset]
+	}
+	return sd.Text
+}
+
+func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Scored, kwargs any, resp string) LMEvalSample {
 	c := td.Columns[g.col]
 	doc := docOf(sd)
 	target := targetText(sd)
-	// lm-eval hashes json.dumps(doc, indent=2, ensure_ascii=False).
-	var docMap any
-	_ = json.Unmarshal(doc, &docMap)
-	docJSON, _ := marshalPy(docMap, true)
+	// lm-eval hashes json.dumps(doc, indent=2, ensure_ascii=False), the
+	// document's members in their order.
+	docJSON, err := pyDumpsIndent(doc)
+	if err != nil {
+		docJSON = string(doc)
+	}
+	filtered := sc.Prediction
+	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
+		// The lm-eval filter's output on what the line's setting made of
+		// the continuation, as lm-eval's samples file writes it.
+		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction); err == nil {
+			filtered = f
+		}
+	}
 	line := LMEvalSample{
 		DocID: docID, Doc: doc, Target: target,
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
-		Resps:     [][]string{{sd.Text}}, FilteredResps: []string{sc.Prediction}, Filter: g.filter, Metrics: []string{},
-		DocHash: hashString(string(docJSON)), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
+		Resps:     [][]string{{resp}}, FilteredResps: []string{filtered}, Filter: g.filter, Metrics: []string{},
+		DocHash: hashString(docJSON), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
 		MetricValues: map[string]float64{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
 			Seqs: nonNil(c.Seqs()), Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens,

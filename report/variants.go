@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	"tally/tasks/lmeval"
 	"tally/tasks/variant"
@@ -84,6 +85,33 @@ func infoOf(r variant.Record) *TaskInfo {
 				info.Filters[f.Name] = f.Filter
 			}
 		}
+		info.LMEval = lmevalTaskOf(r)
+		if info.LMEval != nil {
+			info.Version = info.LMEval.Version()
+		}
 	}
 	return info
+}
+
+// lmevalTaskOf is the lm-eval task a variant's record was resolved from
+// (its task file and --set), read again; nil when it no longer reads as
+// that task.
+func lmevalTaskOf(r variant.Record) *lmeval.Task {
+	spec := r.Info.TaskSpec
+	if !strings.HasSuffix(spec, ".yaml") && !strings.HasSuffix(spec, ".yml") {
+		return nil
+	}
+	if t, err := lmeval.Load(spec, r.Info.Set); err == nil && t.Name() == r.Spec.Task {
+		return t
+	}
+	ts, err := lmeval.LoadGroup(spec, r.Info.Set)
+	if err != nil {
+		return nil
+	}
+	for _, t := range ts {
+		if t.Name() == r.Spec.Task {
+			return t
+		}
+	}
+	return nil
 }

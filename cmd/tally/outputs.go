@@ -40,7 +40,7 @@ func (s *session) taskInfo() map[string]*report.TaskInfo {
 			// filter pipelines, its own generation being the setting of
 			// its until.
 			info.Version, info.FewShot, info.Prompt, info.Target, info.Description = lm.Version(), lm.NumFewshot(), "", "", ""
-			info.OwnSetting, info.LMEvalConfig, info.Filters = lmeval.UntilSetting, lm.ConfigDict(), lm.FilterPipelines()
+			info.OwnSetting, info.LMEvalConfig, info.Filters, info.LMEval = lmeval.UntilSetting, lm.ConfigDict(), lm.FilterPipelines(), lm
 		}
 		out[s.jobs[i].Task] = info
 	}

@@ -220,6 +220,12 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range cfgs {
+		if lm := c.LMEval(); lm != nil && lm.ExplicitZeroShot() {
+			// lm-eval's own line (simple_evaluate), said as lm-eval says it.
+			fmt.Fprintf(stderr, "tally: num_fewshot has been set to 0 for %s in its config. Manual configuration will be ignored.\n", c.Task)
+		}
+	}
 	chat, err := f.modelOptions(cfgs, nil).useChat()
 	if err != nil {
 		return nil, err

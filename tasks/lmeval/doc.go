@@ -110,6 +110,9 @@ func marshalValue(v any) ([]byte, error) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return json.Marshal(pyliteral.FloatRepr(x)) // JSON has no NaN
 		}
+		// As Python's json writes a float (float.__repr__: 1.0, 1e-05),
+		// so that a document's text is the one lm-eval hashes.
+		return []byte(pyliteral.FloatRepr(x)), nil
 	case []any:
 		var b bytes.Buffer
 		b.WriteByte('[')

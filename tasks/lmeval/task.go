@@ -79,6 +79,9 @@ func IsTaskFile(data []byte) bool {
 type Task struct {
 	c    *config
 	seed int64
+	// zeroShot is set when the file sets num_fewshot: 0 and a --fewshot
+	// (lm-eval's --num_fewshot) was ignored for it, as lm-eval ignores it.
+	zeroShot bool
 }
 
 // Load reads a task file, resolving its includes, with fields overridden
@@ -110,6 +113,13 @@ func fromRaw(path string, raw *Map, set map[string]string) (*Task, error) {
 			t.seed = n
 			continue
 		case "fewshot":
+			// lm-eval's --num_fewshot never overrides a task file's
+			// num_fewshot: 0 (simple_evaluate: "Manual configuration will
+			// be ignored").
+			if n, ok := raw.Get("num_fewshot"); ok && pyEqual(n, int64(0)) {
+				t.zeroShot = true
+				continue
+			}
 			k = "num_fewshot"
 		}
 		raw.Set(k, v)
@@ -303,11 +313,7 @@ func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 		if err != nil {
 			return Loaded{}, fmt.Errorf("task %s: document %d: %w", c.task, i, err)
 		}
-		target := string(refs)
-		var text string
-		if json.Unmarshal(refs, &text) == nil {
-			target = text
-		}
+		target := pyStr(gold) // str(doc_to_target(doc)), as lm-eval's files write it
 		md := map[string]any{MetaMultipleTarget: multi}
 		if system != "" {
 			md["system_prompt"] = system
