@@ -22,6 +22,10 @@ type legacyRunDef struct {
 	prompt func(id string) string
 }
 
+// threeShot and zeroShot are the prompts of a 3-shot and a 0-shot run.
+func threeShot(id string) string { return "3-shot " + id }
+func zeroShot(id string) string  { return "0-shot " + id }
+
 // makeLegacyStore writes, at newPath, the store an earlier tally (schema
 // 6: no variants, every task stored by name) leaves after the given runs
 // of task "drop" over samples a, b, c (indexes 0, 1, 2): each run stores
@@ -111,11 +115,9 @@ func TestLegacyVariantsSplit(t *testing.T) { engines(t, testLegacyVariantsSplit)
 func testLegacyVariantsSplit(t *testing.T, newPath func() string) {
 	ctx := context.Background()
 	path := newPath()
-	three := func(id string) string { return "3-shot " + id }
-	zero := func(id string) string { return "0-shot " + id }
 	makeLegacyStore(t, path, []legacyRunDef{
-		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, three},
-		{`{"tasks":["drop"],"set":["fewshot=0"],"limit":2}`, []string{"a", "b"}, zero},
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, threeShot},
+		{`{"tasks":["drop"],"set":["fewshot=0"],"limit":2}`, []string{"a", "b"}, zeroShot},
 	}, [][]string{nil, {"a", "b"}})
 	checkReadOnlyLegacy(t, path)
 	s := openAt(t, path)
@@ -189,10 +191,9 @@ func TestLegacyOneVariant(t *testing.T) { engines(t, testLegacyOneVariant) }
 func testLegacyOneVariant(t *testing.T, newPath func() string) {
 	ctx := context.Background()
 	path := newPath()
-	three := func(id string) string { return "3-shot " + id }
 	makeLegacyStore(t, path, []legacyRunDef{
-		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b"}, three},
-		{`{"tasks":["drop"],"set":[],"command":"rerun"}`, []string{"c"}, three},
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b"}, threeShot},
+		{`{"tasks":["drop"],"set":[],"command":"rerun"}`, []string{"c"}, threeShot},
 	}, [][]string{nil, nil})
 	r, err := OpenReadOnly(ctx, path)
 	if err != nil {
@@ -224,11 +225,9 @@ func TestLegacyReplacedPrompts(t *testing.T) { engines(t, testLegacyReplacedProm
 func testLegacyReplacedPrompts(t *testing.T, newPath func() string) {
 	ctx := context.Background()
 	path := newPath()
-	three := func(id string) string { return "3-shot " + id }
-	zero := func(id string) string { return "0-shot " + id }
 	makeLegacyStore(t, path, []legacyRunDef{
-		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, three},
-		{`{"tasks":["drop"],"set":["fewshot=0"],"samples":["b"]}`, nil, zero},
+		{`{"tasks":["drop"],"set":[]}`, []string{"a", "b", "c"}, threeShot},
+		{`{"tasks":["drop"],"set":["fewshot=0"],"samples":["b"]}`, nil, zeroShot},
 	}, [][]string{nil, {"b"}})
 	checkReadOnlyLegacy(t, path)
 	s := openAt(t, path)

@@ -157,6 +157,20 @@ func checkRowsMatch(t *testing.T, rows []reportRow, label string, run variantRun
 	}
 }
 
+// issueRuns makes the issue's two runs in dir: a 3-shot then a 0-shot run
+// of drop over 16 of the demo's questions on one store, their lm-eval
+// files under oA and oB. It returns the store, the flags they share and
+// what each printed.
+func issueRuns(t *testing.T, dir string) (db string, common []string, three, zero variantRun) {
+	t.Helper()
+	data := variantData(t, dir, 0)
+	db = filepath.Join(dir, "s.db")
+	common = []string{"--model", "demo", "--tasks", "drop", "--data", data, "--limit", "16", "--store", db}
+	runJSONInto(t, &three, 0, append([]string{"run", "--output-path", filepath.Join(dir, "oA")}, common...)...)
+	runJSONInto(t, &zero, 0, append([]string{"run", "--output-path", filepath.Join(dir, "oB"), "--fewshot", "0"}, common...)...)
+	return db, common, three, zero
+}
+
 // TestVariantsNeverMixed: the issue's sequence (a 3-shot run, then a
 // 0-shot run, of 16 questions on one store): the store-only report has a
 // row per variant, labelled by what sets them apart, each with its run's
@@ -168,12 +182,7 @@ func TestVariantsNeverMixed(t *testing.T) {
 		t.Skip("runs the binary")
 	}
 	dir := t.TempDir()
-	data := variantData(t, dir, 0)
-	db := filepath.Join(dir, "s.db")
-	common := []string{"--model", "demo", "--tasks", "drop", "--data", data, "--limit", "16", "--store", db}
-	var three, zero variantRun
-	runJSONInto(t, &three, 0, append([]string{"run", "--output-path", filepath.Join(dir, "oA")}, common...)...)
-	runJSONInto(t, &zero, 0, append([]string{"run", "--output-path", filepath.Join(dir, "oB"), "--fewshot", "0"}, common...)...)
+	db, common, three, zero := issueRuns(t, dir)
 	if three.Scores["drop"]["nl"]["drop.f1"] == zero.Scores["drop"]["nl"]["drop.f1"] {
 		t.Fatalf("the two runs score alike (%v): the test cannot tell them apart", three.Scores)
 	}
@@ -299,12 +308,7 @@ func TestOldStoreVariants(t *testing.T) {
 		t.Skip("runs the binary")
 	}
 	dir := t.TempDir()
-	data := variantData(t, dir, 0)
-	db := filepath.Join(dir, "s.db")
-	common := []string{"--model", "demo", "--tasks", "drop", "--data", data, "--limit", "16", "--store", db}
-	var three, zero variantRun
-	runJSONInto(t, &three, 0, append([]string{"run"}, common...)...)
-	runJSONInto(t, &zero, 0, append([]string{"run", "--output-path", filepath.Join(dir, "oB"), "--fewshot", "0"}, common...)...)
+	db, _, three, zero := issueRuns(t, dir)
 	makeEarlierStore(t, db)
 	before, err := os.ReadFile(db)
 	if err != nil {
