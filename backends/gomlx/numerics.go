@@ -142,19 +142,22 @@ func resolveProducts(mode DType, file dtypes.DType, family string) (dtypes.DType
 
 // fastProducts reports whether products in half (bfloat16 or float16) run
 // at least as fast as float32 on the kernels of family (see
-// resolveProducts), as measured with BenchmarkProductsDType (figures in
-// docs/numerics.md):
+// resolveProducts). gomlx/compute v0.1.3 has no CPU kernel that
+// multiplies half-precision values natively: its bfloat16 and float16
+// kernels widen each value to float32 inside the product. Measured with
+// BenchmarkProductsDType, speed over float32's (docs/numerics.md):
 //
 //   - XLA: both (the GPU multiplies half dtypes natively);
-//   - AVX-512: bfloat16 (its kernel widens 32 values with two vector
-//     instructions; decode is faster than float32, half the weight bytes
-//     read), not float16 (its conversion is emulated: prefill about 0.2×,
-//     decode 0.4× float32's speed);
-//   - AVX2: neither (bfloat16 prefill about 0.8× float32's speed here,
-//     and far slower on the AVX2-only EPYC of issue 36: 875 s against
-//     23 s for float32; float16 0.03-0.1×);
-//   - the portable Go kernels: neither (each value widened in scalar
-//     code: bfloat16 and float16 0.3-0.4×).
+//   - AVX-512: bfloat16, whose widening is two vector instructions per 32
+//     values: decode 1.35-1.56× (half the weight bytes read per token),
+//     prefill about 0.7×; not float16, whose widening is emulated
+//     (0.1-0.4×);
+//   - AVX2: neither: bfloat16 decode about 1.0-1.15× and prefill
+//     0.5-0.7× with AVX2 imitated on an AVX-512 CPU, and far slower on an
+//     AVX2-only EPYC (issue 36: 875 s against 23 s for float32 on
+//     cmd/tally's TestRerunEqualsFullRun); float16 0.04-0.07×;
+//   - the portable Go kernels: neither (scalar widening: 0.25-0.67× in
+//     most parts).
 func fastProducts(half dtypes.DType, family string) bool {
 	switch family {
 	case "xla":
