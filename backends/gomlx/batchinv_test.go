@@ -52,7 +52,8 @@ func logitBits(a, b []float32) (n int, maxAbs float64) {
 // TestBatchInvariance: a sample's last prompt logits (bit for bit) and its
 // 64 greedy tokens are the same alone and in any batch, on every fixture
 // model in every --dtype mode (float32, bfloat16 and float16 on the
-// float32 fixture, auto on its BF16 copy, which computes in bfloat16).
+// float32 fixture, auto on its BF16 copy, which computes in bfloat16 on
+// AVX-512 and in float32, exactly widened, on the other kernel families).
 // Each fixture prompt (1 to 2,000 tokens) runs alone first; then the
 // compositions: all 8 together, mixed groups of 2, 3 and 5 (other lengths,
 // other batch buckets, rows refilled as others finish), the same prompts

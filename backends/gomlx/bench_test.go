@@ -210,8 +210,8 @@ func BenchmarkCPUBenchModel(b *testing.B) {
 
 // BenchmarkCPUBenchDType runs BenchmarkCPUBenchModel's parts on the same
 // model as a bfloat16 checkpoint (its weights rounded to bfloat16) under
-// --dtype auto (products in bfloat16) and float32, the two modes of each
-// part one after the other. Repeat the whole benchmark to measure them in
+// --dtype bfloat16 (what auto computes on AVX-512) and float32, the two
+// modes of each part one after the other. Repeat the whole benchmark to measure them in
 // turn on a machine shared with other work (-count repeats each case in a
 // row instead); docs/numerics.md gives the ratios.
 func BenchmarkCPUBenchDType(b *testing.B) {
@@ -227,7 +227,7 @@ func BenchmarkCPUBenchDType(b *testing.B) {
 	for _, batch := range []int{1, 8} {
 		name := map[int]string{1: "batch1", 8: "batch8"}[batch]
 		for _, part := range []string{"prefill", "decode"} {
-			for _, mode := range []DType{DTypeAuto, DTypeFloat32} {
+			for _, mode := range []DType{DTypeBFloat16, DTypeFloat32} {
 				b.Run(part+"/"+name+"/"+string(mode), func(b *testing.B) {
 					w := make([][]float32, len(host))
 					for i := range host {
@@ -242,6 +242,49 @@ func BenchmarkCPUBenchDType(b *testing.B) {
 						benchPrefill(b, m, batch, 270)
 					} else {
 						benchDecode(b, m, batch, 270, 128)
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkProductsDType measures what fastProducts decides by: the
+// products' speed in bfloat16, float16 and float32 on this machine's
+// kernels (run it under GOMLX_SIMD_AVX512=false and GOMLX_SIMD_AVX2=false
+// for the other families), on the random BF16 Llama of cmd/tally's
+// TestRerunEqualsFullRun (hidden 1024, 2 layers, 16/4 heads, MLP 2048,
+// vocabulary 800): prefill of 100-token prompts and decode of 32 tokens
+// after 20, at batch 1 and 8, the three modes of each part one after the
+// other. Repeat the whole benchmark to get rounds, and compare each mode
+// with float32 within a round; docs/numerics.md gives the ratios.
+func BenchmarkProductsDType(b *testing.B) {
+	cfg := llamaConfig(800, 1024, 2048, 2, 16, 4, 2048)
+	host := randomWeights(cfg, 7)
+	for i, s := range weightSpecs(cfg, layout{}) {
+		if s.matrix {
+			for j, x := range host[i] {
+				host[i][j] = bfloat16.FromFloat32(x).Float32()
+			}
+		}
+	}
+	for _, batch := range []int{1, 8} {
+		for _, part := range []string{"prefill", "decode"} {
+			for _, mode := range []DType{DTypeBFloat16, DTypeFloat16, DTypeFloat32} {
+				b.Run(fmt.Sprintf("%s/batch%d/%s", part, batch, mode), func(b *testing.B) {
+					w := make([][]float32, len(host))
+					for i := range host {
+						w[i] = slices.Clone(host[i])
+					}
+					m, err := newModel(cfg, layout{half: dtypes.BFloat16}, w, nil, Options{MaxBatch: batch, DType: mode})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer m.Close()
+					if part == "prefill" {
+						benchPrefill(b, m, batch, 100)
+					} else {
+						benchDecode(b, m, batch, 20, 32)
 					}
 				})
 			}

@@ -8,18 +8,9 @@ import "runtime"
 // kernels (amd64 built with GOEXPERIMENT=simd).
 const simdBuilt = false
 
-// cpuKernels names the matrix-multiply kernels of this build: without
+// detectFeatures reads what picks this machine's kernels: without
 // GOEXPERIMENT=simd (or off amd64) gomlx/compute has only its portable Go
-// kernels.
-func cpuKernels() string {
-	if runtime.GOARCH != "amd64" {
-		return "portable Go kernels (no SIMD kernels for " + runtime.GOARCH + ")"
-	}
-	return "portable Go kernels (built without GOEXPERIMENT=simd: no AVX2/AVX-512)"
+// kernels, whatever the CPU has.
+func detectFeatures() cpuFeatures {
+	return cpuFeatures{Arch: runtime.GOARCH}
 }
-
-// kernelFamily names the kernels for the fingerprint (see
-// Arithmetic.Device): the portable Go kernels of this architecture ("go-"
-// and GOARCH: the compiler fuses multiply-adds on some architectures and
-// not on others, so their results differ).
-func kernelFamily() string { return "go-" + runtime.GOARCH }

@@ -5,7 +5,8 @@
 // A model is loaded from a Hugging Face directory (config.json, safetensors
 // weights, generation_config.json, tokenizer.json) or a hub cache name
 // "org/name". The matrix products run in the dtype Options.DType chooses
-// (by default the checkpoint's); everything else (accumulation, attention,
+// (by default the checkpoint's where this device's kernels are at least as
+// fast in it as in float32, else float32); everything else (accumulation, attention,
 // norms, residuals, the KV cache) is float32. Generation is greedy, batched,
 // over a KV cache held as tensors; graphs are compiled once per shape
 // bucket.
@@ -509,7 +510,7 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		}
 	}()
 	var note string
-	lay.half, note = resolveProducts(mode, lay.half, opts.Device)
+	lay.half, note = resolveProducts(mode, lay.half, productsFamily(opts.Device))
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
 		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq(), arithNote: note,
 		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: NumericsVersion}}

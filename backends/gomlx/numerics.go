@@ -32,11 +32,13 @@ type DType string
 
 // The --dtype modes.
 const (
-	// DTypeAuto computes the products in the checkpoint's dtype: a file
+	// DTypeAuto computes the products in the checkpoint's dtype where
+	// that is at least as fast as float32 on this device's kernels: a file
 	// whose matrices are all bfloat16 multiplies bfloat16 matrices by
-	// activations rounded to bfloat16; float16 files the same on XLA (the
-	// pure-Go backend widens them: see resolveProducts); any other file,
-	// GGUF block formats included, in float32.
+	// activations rounded to bfloat16 on XLA and on the AVX-512 kernels,
+	// float16 files the same on XLA; elsewhere such files are widened
+	// exactly to float32 (see resolveProducts). Any other file, GGUF block
+	// formats included, computes in float32.
 	DTypeAuto DType = "auto"
 	// DTypeFloat32 computes every product in float32 from the stored
 	// values, widened exactly: the reference-parity mode.
@@ -108,32 +110,77 @@ func productsName(half dtypes.DType) string {
 // resolveProducts decides the dtype the matrices are held and multiplied
 // in (InvalidDType: float32) for mode, a file whose matrices are all in
 // file (layout.half from halfDType; InvalidDType for float32, mixed or
-// block-quantized files), on device; note, when not empty, is the line to
-// tell the user about it.
+// block-quantized files), on the kernels of family ("xla", or the pure-Go
+// backend's kernel family: cpuFeatures.family); note, when not empty, is
+// the line to tell the user about it.
 //
-// float16 products are slow on the pure-Go backend: gomlx/compute v0.1.3
-// converts each float16 value to float32 in software inside its matrix
-// kernel (AVX-512 profile of scripts/cpu-bench.sh: 40% of the time in
-// float16.avx512ConvertF16ToF32, decode 2.4× slower than float32). auto
-// therefore widens a float16 file there (float32 products, exact
-// widening), and --dtype float16 computes in float16 the slow way.
-func resolveProducts(mode DType, file dtypes.DType, device string) (dtypes.DType, string) {
-	pureGo := !isXLA(device)
+// auto computes in the file's half dtype only where fastProducts says
+// that dtype's products are at least as fast as float32 on family; else
+// it widens the file exactly to float32 (the products of --dtype
+// float32, under the same fingerprint) and says so. --dtype bfloat16 and
+// float16 compute in their dtype anyway, saying when it is the slow way.
+func resolveProducts(mode DType, file dtypes.DType, family string) (dtypes.DType, string) {
 	switch mode {
 	case DTypeFloat32:
 		return dtypes.InvalidDType, ""
-	case DTypeBFloat16:
-		return dtypes.BFloat16, ""
-	case DTypeFloat16:
-		if pureGo {
-			return dtypes.Float16, "float16 products are slow on the pure-Go backend (each weight is widened in software: decode about 2.4× slower than float32)"
+	case DTypeBFloat16, DTypeFloat16:
+		half := dtypes.BFloat16
+		if mode == DTypeFloat16 {
+			half = dtypes.Float16
 		}
-		return dtypes.Float16, ""
+		if !fastProducts(half, family) {
+			return half, slowProducts(half, family)
+		}
+		return half, ""
 	}
-	if file == dtypes.Float16 && pureGo {
-		return dtypes.InvalidDType, "the float16 checkpoint's products run in float32, exactly widened: float16 products are slow on the pure-Go backend; --dtype float16 runs them anyway"
+	if file == dtypes.InvalidDType || fastProducts(file, family) {
+		return file, ""
 	}
-	return file, ""
+	return dtypes.InvalidDType, fmt.Sprintf("the %s checkpoint's products run in float32, exactly widened: %s; --dtype %s runs them anyway",
+		productsName(file), slowProducts(file, family), productsName(file))
+}
+
+// fastProducts reports whether products in half (bfloat16 or float16) run
+// at least as fast as float32 on the kernels of family (see
+// resolveProducts). gomlx/compute v0.1.3 has no CPU kernel that
+// multiplies half-precision values natively: its bfloat16 and float16
+// kernels widen each value to float32 inside the product. Measured with
+// BenchmarkProductsDType, speed over float32's (docs/numerics.md):
+//
+//   - XLA: both (the GPU multiplies half dtypes natively);
+//   - AVX-512: bfloat16, whose widening is two vector instructions per 32
+//     values: decode 1.35-1.56× (half the weight bytes read per token),
+//     prefill about 0.7×; not float16, whose widening is emulated
+//     (0.1-0.4×);
+//   - AVX2: neither: bfloat16 decode about 1.0-1.15× and prefill
+//     0.5-0.7× with AVX2 imitated on an AVX-512 CPU, and far slower on an
+//     AVX2-only EPYC (issue 36: 875 s against 23 s for float32 on
+//     cmd/tally's TestRerunEqualsFullRun); float16 0.04-0.07×;
+//   - the portable Go kernels: neither (scalar widening: 0.25-0.67× in
+//     most parts).
+func fastProducts(half dtypes.DType, family string) bool {
+	switch family {
+	case "xla":
+		return true
+	case familyAVX512:
+		return half == dtypes.BFloat16
+	}
+	return false
+}
+
+// slowProducts says that half's products are slower than float32's on
+// family, for the user.
+func slowProducts(half dtypes.DType, family string) string {
+	return fmt.Sprintf("%s products are slower than float32 on the %s kernels", productsName(half), familyName(family))
+}
+
+// productsFamily is the kernel family resolveProducts decides by for
+// Options.Device: "xla", or this machine's pure-Go kernel family.
+func productsFamily(device string) string {
+	if isXLA(device) {
+		return "xla"
+	}
+	return kernelFamily()
 }
 
 // isXLA reports whether Options.Device names the XLA backend.

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
+
 	"tally/backends"
 )
 
@@ -146,16 +148,24 @@ func TestFingerprintArithmetic(t *testing.T) {
 }
 
 // TestAnnouncement: the first Generate names the products' dtype, and says
-// when float16 runs the slow way on the pure-Go backend.
+// when a forced half dtype runs the slow way on this machine's kernels
+// (float16 on every pure-Go kernel family, bfloat16 but on AVX-512).
 func TestAnnouncement(t *testing.T) {
 	for _, tc := range []struct {
 		mode DType
 		want string
 	}{
 		{DTypeAuto, "products in float32\n"},
-		{DTypeBFloat16, "products in bfloat16\n"},
-		{DTypeFloat16, "products in float16 (float16 products are slow on the pure-Go backend"},
+		{DTypeBFloat16, "products in bfloat16"},
+		{DTypeFloat16, "products in float16 (float16 products are slower than float32 on the " + familyName(kernelFamily()) + " kernels)\n"},
 	} {
+		if tc.mode == DTypeBFloat16 {
+			if fastProducts(dtypes.BFloat16, kernelFamily()) {
+				tc.want += "\n"
+			} else {
+				tc.want += " (bfloat16 products are slower than float32 on the " + familyName(kernelFamily()) + " kernels)\n"
+			}
+		}
 		var log strings.Builder
 		m := openFixture(t, "llama-tiny", Options{DType: tc.mode, Log: &log})
 		if err := m.Generate(context.Background(), []backends.Request{{PromptIDs: []int{1, 2}, MaxTokens: 1}}, func(backends.Event) bool { return true }); err != nil {
@@ -214,7 +224,8 @@ func roundedCheckpoint(t *testing.T, name string) (dir16, dir32 string) {
 // same values (the fixture's weights rounded to bfloat16, stored once as
 // BF16 and once as F32), so the float32 fixtures' parity with transformers
 // carries over to bfloat16 checkpoints; auto on the BF16 file computes in
-// bfloat16 and says so in its fingerprint.
+// bfloat16 where this machine's kernels are fast in it, else in float32,
+// and says so in its fingerprint.
 func TestDTypeFloat32Exact(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range fixtureModels {
@@ -230,8 +241,12 @@ func TestDTypeFloat32Exact(t *testing.T) {
 				return m
 			}
 			bf32, ref, auto := open(dir16, DTypeFloat32), open(dir32, DTypeAuto), open(dir16, DTypeAuto)
-			if got := auto.Arithmetic().Products; got != "bfloat16" {
-				t.Errorf("auto on the BF16 file computes in %s", got)
+			products := "float32"
+			if fastProducts(dtypes.BFloat16, kernelFamily()) {
+				products = "bfloat16"
+			}
+			if got := auto.Arithmetic().Products; got != products {
+				t.Errorf("auto on the BF16 file computes in %s with %s kernels, want %s", got, kernelFamily(), products)
 			}
 			if got := bf32.Arithmetic().Products; got != "float32" {
 				t.Errorf("--dtype float32 on the BF16 file computes in %s", got)

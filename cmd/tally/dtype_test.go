@@ -15,7 +15,8 @@ import (
 
 // bf16Demo writes the demo model (backends/gomlx/demomodel) with every
 // tensor rounded to bfloat16 and stored as BF16: a bfloat16 checkpoint,
-// whose default (--dtype auto) products run in bfloat16.
+// whose default (--dtype auto) products run in bfloat16 where this CPU's
+// kernels are fast in it (AVX-512), else in float32.
 func bf16Demo(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "backends", "gomlx", "demomodel")
@@ -59,12 +60,14 @@ func bf16Demo(t *testing.T) string {
 
 // TestDTypeNotReused: generations stored under one arithmetic are never
 // reused under another. On a bfloat16 checkpoint a run at --dtype float32
-// after a run at the default generates every sample again, and `tally
+// after a run at --dtype bfloat16 generates every sample again, and `tally
 // plan` says why first: the samples are stored under another fingerprint,
 // which it names, with how its arithmetic differs (and rerun, which finds
-// nothing of its own to redo, names them too). The default run after both
-// reuses its own generations; tally ls shows each run's dtype; a server
-// backend refuses --dtype.
+// nothing of its own to redo, names them too). The default (auto) run
+// after both reuses the generations of the mode it resolves to on this
+// CPU's kernels (bfloat16 on AVX-512, float32 elsewhere: the same
+// fingerprint); tally ls shows each run's dtype; a server backend refuses
+// --dtype.
 func TestDTypeNotReused(t *testing.T) {
 	bin := buildTally(t)
 	model := bf16Demo(t)
@@ -72,9 +75,9 @@ func TestDTypeNotReused(t *testing.T) {
 	args := []string{"--model", model, "--tasks", "demo", "--limit", "4", "--store", db}
 	with := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, args...), extra...) }
 
-	s, out := runTally(t, bin, with("run", "--json")...)
+	s, out := runTally(t, bin, with("run", "--dtype", "bfloat16", "--json")...)
 	if s.GenerationsNew != 4 || !strings.Contains(out, "products in bfloat16") {
-		t.Fatalf("default run: %d generated, want 4; output:\n%s", s.GenerationsNew, out)
+		t.Fatalf("--dtype bfloat16 run: %d generated, want 4; output:\n%s", s.GenerationsNew, out)
 	}
 	_, out = runTally(t, bin, with("plan", "--dtype", "float32")...)
 	for _, want := range []string{"not reused: 4 of the missing samples are stored for this model under another arithmetic, gomlx:bfloat16:",
@@ -98,7 +101,7 @@ func TestDTypeNotReused(t *testing.T) {
 	}
 	s, out = runTally(t, bin, with("run", "--dtype", "float32", "--json")...)
 	if s.GenerationsNew != 4 || s.GenerationsReused != 0 || !strings.Contains(out, "products in float32") {
-		t.Errorf("--dtype float32 after the default: %d generated, %d reused; want 4 generated\n%s", s.GenerationsNew, s.GenerationsReused, out)
+		t.Errorf("--dtype float32 after bfloat16: %d generated, %d reused; want 4 generated\n%s", s.GenerationsNew, s.GenerationsReused, out)
 	}
 	if s, _ = runTally(t, bin, with("run", "--json")...); s.GenerationsReused != 4 || s.GenerationsNew != 0 {
 		t.Errorf("default again: %d generated, %d reused; want 4 reused", s.GenerationsNew, s.GenerationsReused)

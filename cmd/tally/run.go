@@ -76,7 +76,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	f.fs = fl
 	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
-	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
+	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's where this CPU is fast in it, else float32), float32 (reference parity), bfloat16 or float16")
 	fl.StringVar(&f.deviceMemory, "device-memory", "", "native backend: the memory the model may use in all, weights included (e.g. 79GiB): the plan sizes the batch and prefill chunks to it; on xla/cuda there is no plan without it (default on cpu: the host's available memory)")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
