@@ -24,6 +24,7 @@ import (
 	"tally/backends/gomlx"
 	"tally/generate"
 	"tally/internal/demostory"
+	"tally/internal/lmevalcli"
 	"tally/report"
 	"tally/rescore"
 	"tally/store"
@@ -35,16 +36,21 @@ import (
 // compare.
 type runFlags struct {
 	// noDocs loads tasks without their samples' data rows (tasks.LoadOptions).
-	noDocs      bool
-	model       string
-	device      string
-	dtype       string
-	tasks       []string
-	stops       []string
-	maxTokens   int
-	limit       int
-	samples     []string
-	storePath   string
+	noDocs    bool
+	model     string
+	device    string
+	dtype     string
+	tasks     []string
+	stops     []string
+	maxTokens int
+	// limit is --limit: a number of samples, or below 1 a fraction of
+	// each task's (lm-eval's rule).
+	limit     lmevalcli.Limit
+	samples   []string
+	storePath string
+	// conc is --concurrency as given (a number or auto), and concurrency
+	// its number (0: tally's choice), set by validate.
+	conc        lmevalcli.Concurrency
 	concurrency int
 	json        bool
 	data        string
@@ -81,10 +87,10 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
-	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
+	fl.Var(&f.limit, "limit", "use only the first N samples of each task, or below 1 that fraction of each task's samples (lm-eval's rule: ceil(total × limit))")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
 	fl.StringVar(&f.storePath, "store", defaultStore(), "results store: a SQLite file, or a PostgreSQL URL postgres://… shared by workers (default from $TALLY_STORE, else tally.db)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight at once (native: batch size; default 8)")
+	fl.Var(&f.conc, "concurrency", "requests in flight at once (native: the batch size); auto, the default, is tally's choice: the native engine's batch of up to 8 rows that its memory plan fits, 4 for a server")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
@@ -125,14 +131,14 @@ func (f *runFlags) validate() error {
 		v, most int
 		want    string
 	}{
-		{"limit", f.limit, math.MaxInt, "a positive number of samples"},
 		{"max-tokens", f.maxTokens, generate.MaxBudget, fmt.Sprintf("a positive token budget, at most %d (budgets are capped by the model's context)", generate.MaxBudget)},
-		{"concurrency", f.concurrency, maxConcurrency, fmt.Sprintf("1 to %d requests in flight", maxConcurrency)},
+		{"concurrency", f.conc.N, maxConcurrency, fmt.Sprintf("1 to %d requests in flight, or auto", maxConcurrency)},
 	} {
-		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name) && !(c.name == "concurrency" && f.conc.Auto)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}
+	f.concurrency = f.conc.N
 	if _, err := gomlx.ParseDType(f.dtype); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
@@ -224,10 +230,13 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs,
-		CacheDir: tasks.DefaultLoadCacheDir()})
+	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit.N, LimitFraction: f.limit.Fraction, IDs: f.samples, SkipBad: f.skipBad,
+		NoDocs: f.noDocs, CacheDir: tasks.DefaultLoadCacheDir()})
 	if err != nil {
 		return nil, err
+	}
+	if f.conc.Auto {
+		fmt.Fprintln(stderr, "tally: "+lmevalcli.AutoNote)
 	}
 	lj := &loadedJobs{cfgs: cfgs, totals: map[string]int{}}
 	found := map[string]bool{}
@@ -238,6 +247,9 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 		lj.totals[rec.Key] = loaded.Total
 		if loaded.Skipped > 0 {
 			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
+		}
+		if rule := f.limit.Rule(loaded.Total); rule != "" && len(f.samples) == 0 {
+			fmt.Fprintf(stderr, "tally: task %s: %s\n", cfg.Task, rule)
 		}
 		for _, s := range loaded.Samples {
 			found[s.ID] = true
@@ -466,7 +478,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		fmt.Fprintf(stderr, "memory: %s\n", mem)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
-		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
+		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit.JSON(), "samples": f.samples, "concurrency": f.concurrency,
 		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be), "chat": s.chat()})
 	host, _ := os.Hostname()
 	started := time.Now()
