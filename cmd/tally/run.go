@@ -77,10 +77,20 @@ type runFlags struct {
 	deviceBytes  int64
 }
 
-func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
-	fl := cmd.Flags()
-	f.fs = fl
-	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
+// modelRevisionHelp is --model-revision's help; docs/servers.md says the
+// same (TestHelpIsTheReference).
+const modelRevisionHelp = "openai:NAME only: a label kept in the model fingerprint, for a server whose /v1/models says nothing about the weights " +
+	"(TGI, Ollama's /v1; vLLM and llama.cpp's server do): new weights under the same name, a new label (an ollama:NAME model is fingerprinted by the digest its server reports)"
+
+// register adds the run flags to cmd, except those omit names (flags that
+// would change nothing there: giving one is refused, saying why).
+func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string, omit omitted) {
+	fl := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	defer func() {
+		addFlags(cmd, fl, omit)
+		f.fs = cmd.Flags()
+	}()
+	fl.StringVar(&f.model, "model", defModel, modelHelp)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's), float32 (reference parity), bfloat16 or float16")
 	fl.StringVar(&f.deviceMemory, "device-memory", "", "native backend: the memory the model may use in all, weights included (e.g. 79GiB): the plan sizes the batch and prefill chunks to it; on xla/cuda there is no plan without it (default on cpu: the host's available memory)")
@@ -95,7 +105,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
 	fl.StringVar(&f.baseURL, "base-url", "", "openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL); the key is read from $OPENAI_API_KEY")
-	fl.StringVar(&f.modelRevision, "model-revision", "", "openai: a revision label kept in the model fingerprint (new weights under the same name: a new label)")
+	fl.StringVar(&f.modelRevision, "model-revision", "", modelRevisionHelp)
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
@@ -408,7 +418,7 @@ func newRunCmd(name, short string) *cobra.Command {
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, defModel, defTasks)
+	f.register(cmd, defModel, defTasks, nil)
 	f.registerWorker(cmd)
 	return cmd
 }
@@ -849,7 +859,7 @@ func plannedCommand(use, short string, readOnly bool, do func(ctx context.Contex
 			return do(ctx, f, s, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitPlan)
 	return cmd
 }
 
@@ -918,7 +928,7 @@ func newRescoreCmd() *cobra.Command {
 			return rescoreCommand(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitStored)
 	return cmd
 }
 

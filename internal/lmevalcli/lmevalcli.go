@@ -187,7 +187,7 @@ func editDistance(a, b string) int {
 // --model help and every message about a model that is none say it.
 const ModelForms = "a Hugging Face model directory (config.json, *.safetensors, tokenizer.json), org/name in the Hugging Face cache, " +
 	"a .gguf file, an Ollama manifest (~/.ollama/models/manifests/…), ollama:NAME (an Ollama server), " +
-	"openai:NAME (an OpenAI-compatible server: vLLM, SGLang, llama.cpp, TGI), imported:NAME (outputs brought in by `tally import`) or demo"
+	"openai:NAME (an OpenAI-compatible server: vLLM, SGLang, llama.cpp, TGI), imported:NAME (outputs stored by tally import) or demo"
 
 // modelTypes are lm-eval's --model values that tally reads: the kind of
 // model, whose identity is in --model_args.
