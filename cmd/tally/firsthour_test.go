@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,5 +48,53 @@ func TestLMEvalHabits(t *testing.T) {
 		if n := storeCounts(t, db)["generations"]; n != tc.stored {
 			t.Errorf("tally %s: %d generations stored, want %d", name, n, tc.stored)
 		}
+	}
+}
+
+// TestImportOwnLogAsData is item 6 of issue 34: tally's own lm-eval
+// samples file comes back through `tally import --model imported:X --tasks
+// drop --data samples_drop_*.jsonl` (it failed with `no "answer" key`: the
+// file's docs are the task's template rows, its gold answers in tally's
+// own object; and each document is there once per stop setting), and
+// compare then gives every setting the scores the original run had.
+func TestImportOwnLogAsData(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join("..", "..", "tasks", "builtin", "demo.jsonl")
+	orig, imp, out := filepath.Join(dir, "o.db"), filepath.Join(dir, "i.db"), filepath.Join(dir, "out")
+	run := []string{"--tasks", "drop", "--data", data, "--limit", "8"}
+	if _, err := execute(t, append([]string{"run", "--model", "demo", "--store", orig, "--output-path", out}, run...)...); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(out, "demo", "samples_drop_*.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("samples files %v", logs)
+	}
+	if _, err := execute(t, "import", "--model", "imported:X", "--tasks", "drop", "--data", logs[0], "--store", imp); err != nil {
+		t.Fatalf("import of tally's own samples file: %v", err)
+	}
+	means := func(args ...string) map[string]float64 {
+		t.Helper()
+		stdout, err := execute(t, append([]string{"compare", "--json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []struct {
+			Metric, Stop string
+			N            int
+			Mean         struct{ Estimate float64 }
+		}
+		if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]float64{}
+		for _, r := range rows {
+			m[fmt.Sprintf("%s %s n=%d", r.Stop, r.Metric, r.N)] = r.Mean.Estimate
+		}
+		return m
+	}
+	want := means(append([]string{"--model", "demo", "--store", orig}, run...)...)
+	got := means("--model", "imported:X", "--tasks", "drop", "--data", logs[0], "--store", imp)
+	if len(want) < 8 || !maps.Equal(got, want) {
+		t.Errorf("imported scores %v\nwant the run's %v", got, want)
 	}
 }

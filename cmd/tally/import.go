@@ -78,6 +78,7 @@ func importLog(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	recs = lmevallog.OnePerDoc(recs) // a document logged once per filter (stop setting) is one sample
 	lj, err := f.loadJobs(cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -94,8 +95,12 @@ func importLog(cmd *cobra.Command, f *runFlags) error {
 			return fmt.Errorf("%s line %d: prompt does not match sample %s", f.data, r.Line, s.ID)
 		}
 		stops, _ := json.Marshal(map[string]any{"until": r.Until})
+		text := r.Response
+		if own, ok := r.Own(); ok {
+			text = own.Raw // tally's own file: the continuation before any stop cut it
+		}
 		gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
-			Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
+			Text: text, Finish: "stop", Stops: stops, Imported: true}
 	}
 	st, err := store.Open(ctx, f.storePath)
 	if err != nil {
