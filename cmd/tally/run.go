@@ -256,7 +256,7 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 		tasks.Keyed(loaded, rec)
 		lj.totals[rec.Key] = loaded.Total
 		if loaded.Skipped > 0 {
-			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
+			fmt.Fprintf(stderr, "tally: task %s: skipped %s\n", cfg.Task, plural(loaded.Skipped, "bad line", "bad lines"))
 		}
 		if rule := f.limit.Rule(loaded.Total); rule != "" && len(f.samples) == 0 {
 			fmt.Fprintf(stderr, "tally: task %s: %s\n", cfg.Task, rule)
@@ -539,8 +539,9 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 	// Each failed sample was printed as it failed (progress); one line
 	// sums up the prompts beyond the context.
 	if n := len(sum.Overflowed); n > 0 {
-		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
-			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
+		fmt.Fprintf(stderr, "tally: %s the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n",
+			plural(n, "prompt exceeds", "prompts exceed"), s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -581,8 +582,8 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
 			owner, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsByPeers, sum.ClaimsTakenOver)
 	}
-	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d failed before and not retried, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
-		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsFailed, sum.GenerationsByPeers,
+	fmt.Fprintf(stderr, "%s: %d generated, %d continued, %d reused, %d failed before and not retried, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
+		plural(sum.Samples, "sample", "samples"), sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsFailed, sum.GenerationsByPeers,
 		sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printRows(stdout, ds)
 	if name == "demo" {
@@ -603,7 +604,7 @@ func noteRecomputed(w io.Writer, n int, stored bool) {
 	if !stored {
 		where = "in memory (this command never writes the store; `tally rescore` stores them)"
 	}
-	fmt.Fprintf(w, "tally: recomputed %d stale scores (data, metrics or task changed since they were stored) %s\n", n, where)
+	fmt.Fprintf(w, "tally: recomputed %s (data, metrics or task changed since they were stored) %s\n", plural(n, "stale score", "stale scores"), where)
 }
 
 // failedExit is the error that makes tally exit with ExitFailed when any
@@ -612,7 +613,8 @@ func failedExit(f []string) error {
 	if len(f) == 0 {
 		return nil
 	}
-	return &exitError{code: ExitFailed, err: fmt.Errorf("%d (sample, setting) pairs failed and count as 0 in the means (first: %s); `tally plan` lists them, `tally rerun` retries backend errors", len(f), f[0])}
+	return &exitError{code: ExitFailed, err: fmt.Errorf("%s and count as 0 in the means (first: %s); `tally plan` lists them, `tally rerun` retries backend errors",
+		plural(len(f), "(sample, setting) pair failed", "(sample, setting) pairs failed"), f[0])}
 }
 
 // warnUnscorable names, on stderr, the (sample, setting) pairs a metric
@@ -783,16 +785,17 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 	var extra []string
 	for i, fs := range sum.Failed {
 		if i == 20 {
-			extra = append(extra, fmt.Sprintf("… and %d more failed samples (--json lists all)", len(sum.Failed)-i))
+			extra = append(extra, fmt.Sprintf("… and %s (--json lists all)", plural(len(sum.Failed)-i, "more failed sample", "more failed samples")))
 			break
 		}
 		extra = append(extra, fmt.Sprintf("failed: %s/%s: %s", fs.Task, fs.ID, fs.Reason))
 	}
 	if p.Stale > 0 {
-		extra = append(extra, fmt.Sprintf("%d (sample, setting) pairs have stale scores (data, metrics or task changed): they are recomputed, no model work", p.Stale))
+		extra = append(extra, fmt.Sprintf("%s stale scores (data, metrics or task changed): they are recomputed, no model work",
+			plural(p.Stale, "(sample, setting) pair has", "(sample, setting) pairs have")))
 	}
 	if p.Overflow > 0 {
-		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
+		extra = append(extra, fmt.Sprintf("%s the context and will be recorded as context errors", plural(p.Overflow, "prompt exceeds", "prompts exceed")))
 	}
 	for _, o := range p.Superseded {
 		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
@@ -807,11 +810,11 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 func prefillText(p *generate.Plan) string {
 	switch {
 	case p.Untokenised == 0:
-		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+		return plural(p.PromptTokens, "prompt token", "prompt tokens")
 	case p.PromptTokens == 0:
-		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %s)", plural(p.Untokenised, "prompt", "prompts"))
 	}
-	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
+	return fmt.Sprintf("%s and the %s the server tokenises", plural(p.PromptTokens, "prompt token", "prompt tokens"), plural(p.Untokenised, "prompt", "prompts"))
 }
 
 // supersededNote is " under its fingerprint FP, only under another
