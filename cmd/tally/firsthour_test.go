@@ -98,3 +98,57 @@ func TestImportOwnLogAsData(t *testing.T) {
 		t.Errorf("imported scores %v\nwant the run's %v", got, want)
 	}
 }
+
+// TestPlanEstimatesTheRun is item 5 of issue 34 on the demo: plan expects
+// the tokens the run that follows generates (the demo model stops at "."
+// and "\n" long before its budget; plan counted every budget in full), from
+// the stop positions of the model's stored generations, and times them at
+// the prefill and decode speeds the earlier run recorded. The run's
+// summary says how long it took (its seconds were always 0: the figure
+// was set after the summary was copied out).
+func TestPlanEstimatesTheRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	if _, err := execute(t, "demo", "--store", db); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--model", "demo", "--tasks", "demo", "--fewshot", "1", "--stop", "dot=.", "--stop", `nl=\n`, "--max-tokens", "24", "--store", db, "--json"}
+	out, err := execute(t, append([]string{"plan"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Expected int      `json:"expected_tokens"`
+		Bound    int      `json:"tokens_to_generate"`
+		Seconds  *float64 `json:"estimated_seconds"`
+		Basis    string   `json:"estimate_basis"`
+		Requests int      `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	out, err = execute(t, append([]string{"run"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run struct {
+		Generated int     `json:"generated_tokens"`
+		Seconds   float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan: %d requests, %d tokens expected (bound %d), %v s: %s; run: %d tokens, %.3f s",
+		plan.Requests, plan.Expected, plan.Bound, *plan.Seconds, plan.Basis, run.Generated, run.Seconds)
+	if e, a := float64(plan.Expected), float64(run.Generated); e > 1.5*a || e < a/1.5 {
+		t.Errorf("plan expected %d tokens, the run generated %d", plan.Expected, run.Generated)
+	}
+	if plan.Bound < 2*run.Generated {
+		t.Errorf("the demo's requests should stop well before their budget: bound %d, generated %d", plan.Bound, run.Generated)
+	}
+	if plan.Seconds == nil || *plan.Seconds <= 0 || !strings.Contains(plan.Basis, "prefill") || !strings.Contains(plan.Basis, "decode") {
+		t.Errorf("plan's time %v rests on %q, want the prefill and decode speeds measured", plan.Seconds, plan.Basis)
+	}
+	if run.Seconds <= 0 {
+		t.Errorf("the run's summary says it took %v s", run.Seconds)
+	}
+}

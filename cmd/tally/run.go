@@ -687,12 +687,17 @@ type planJSON struct {
 	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
-	Throughput       *float64                     `json:"tokens_per_second"`
-	EstimatedSeconds *float64                     `json:"estimated_seconds"`
-	Overflow         int                          `json:"context_overflow"`
-	Stale            int                          `json:"stale_scores"`
-	Tasks            map[string]map[string]counts `json:"tasks"`
-	Failed           []failedSample               `json:"failed"`
+	Throughput       *float64 `json:"tokens_per_second"`
+	EstimatedSeconds *float64 `json:"estimated_seconds"`
+	// ExpectedTokens is the tokens the work is expected to generate (at
+	// the stop positions of the model's stored generations; at most
+	// tokens_to_generate), and EstimateBasis what the estimate rests on.
+	ExpectedTokens int                          `json:"expected_tokens"`
+	EstimateBasis  string                       `json:"estimate_basis"`
+	Overflow       int                          `json:"context_overflow"`
+	Stale          int                          `json:"stale_scores"`
+	Tasks          map[string]map[string]counts `json:"tasks"`
+	Failed         []failedSample               `json:"failed"`
 	// Superseded lists this model's fingerprints under another arithmetic
 	// that hold generations of the missing samples (not reused).
 	Superseded []generate.Superseded `json:"other_arithmetic"`
@@ -717,6 +722,7 @@ func planSummary(p *generate.Plan, labels map[string]string) planJSON {
 		return variant.Name(key)
 	}
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
+		ExpectedTokens: min(p.Estimate.Tokens, p.TokensToGenerate), EstimateBasis: p.Estimate.Basis(),
 		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
 	if out.Superseded == nil {
@@ -778,9 +784,9 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 		}
 	}
 	tw.Flush()
-	eta := "unknown (no throughput measured for this model in the store)"
+	eta := "unknown (" + p.Estimate.Basis() + ")"
 	if sum.EstimatedSeconds != nil {
-		eta = fmt.Sprintf("about %.1fs at %.1f tokens/s measured earlier", *sum.EstimatedSeconds, *sum.Throughput)
+		eta = fmt.Sprintf("about %s (%s)", secondsText(*sum.EstimatedSeconds), p.Estimate.Basis())
 	}
 	var extra []string
 	for i, fs := range sum.Failed {
@@ -801,8 +807,32 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
 			o.Samples, o.Fingerprint, o.Why))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+	fmt.Fprintf(w, "work: %s, %s to generate, %s to prefill; time: %s\n%s",
+		plural(p.Requests, "request", "requests"), tokensText(p), prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// tokensText says how many tokens the plan's work is expected to generate
+// and at most (each request to its budget).
+func tokensText(p *generate.Plan) string {
+	most := plural(p.TokensToGenerate, "token", "tokens")
+	if p.Estimate.Lengths == 0 || p.Estimate.Tokens >= p.TokensToGenerate {
+		return "at most " + most
+	}
+	return fmt.Sprintf("about %d (at most %s)", p.Estimate.Tokens, most)
+}
+
+// secondsText is a duration in seconds as a person reads it: 0.4s, 42s,
+// 3m20s, 2h05m.
+func secondsText(s float64) string {
+	switch {
+	case s < 10:
+		return fmt.Sprintf("%.1fs", s)
+	case s < 600:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 36000:
+		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
 }
 
 // prefillText says how many prompt tokens the plan's work prefills; the
