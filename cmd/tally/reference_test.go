@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"tally/backends/gomlx"
 )
 
 // referenceSection returns the lines of docs/reference.md's section
@@ -219,6 +223,83 @@ func TestFlagsThatDoNothingRefused(t *testing.T) {
 		_, err := execute(t, append(tc.args, "--store", db)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("tally %s: %v, want one line with %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+// TestCachesNamed is item 6 of issue 34: every file and folder tally keeps
+// in the user's cache folder is named in docs/reference.md (they were named
+// only in docs/reliability.md). A run of a native model from a folder
+// (fingerprints), a plan (prompt keys) and a task whose data is a
+// mebibyte or more (task samples) make each one.
+func TestCachesNamed(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	if err := os.CopyFS(model, gomlx.DemoFiles()); err != nil {
+		t.Fatal(err)
+	}
+	var data strings.Builder
+	for i := 0; data.Len() < 1<<20+1000; i++ {
+		fmt.Fprintf(&data, "{\"id\":\"q%d\",\"prompt\":\"Passage: Tom scored %d points.\\nQuestion: how many?\\nAnswer:\",\"answers\":[\"%d\"]}\n", i, i, i)
+	}
+	file := filepath.Join(dir, "big.jsonl")
+	if err := os.WriteFile(file, []byte(data.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "c.db")
+	args := []string{"--model", model, "--tasks", "jsonl", "--data", file, "--limit", "2", "--max-tokens", "2", "--store", db}
+	for _, cmd := range []string{"run", "plan"} {
+		if _, err := execute(t, append([]string{cmd}, args...)...); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+	}
+	ref, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(cache, "tally"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		names = append(names, name)
+		if !strings.Contains(string(ref), "`~/.cache/tally/"+name+"`") {
+			t.Errorf("tally keeps %s in its cache folder; docs/reference.md does not name it", name)
+		}
+	}
+	if len(names) < 3 {
+		t.Errorf("the runs kept only %v", names)
+	}
+	script, err := os.ReadFile("../../scripts/ollama-server.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(script), "$CACHE/ollama-$VERSION") || !strings.Contains(string(ref), "`~/.cache/tally/ollama-VERSION/`") {
+		t.Error("the Ollama build scripts/ollama-server.sh caches is not named in docs/reference.md")
+	}
+}
+
+// TestServersDocNamesScript is item 6 of issue 34: docs/servers.md tells
+// how to get an Ollama server to try, scripts/ollama-server.sh (it never
+// named it), and the script is there.
+func TestServersDocNamesScript(t *testing.T) {
+	b, err := os.ReadFile("../../docs/servers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"scripts/ollama-server.sh", "scripts/ollama-stop.sh"} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("docs/servers.md does not name %s", s)
+		}
+		if _, err := os.Stat(filepath.Join("../..", s)); err != nil {
+			t.Error(err)
 		}
 	}
 }
