@@ -150,8 +150,8 @@ func estimate(ctx context.Context, st *store.Store, p *Plan, ctxLen int) error {
 	case e.Rate > 0:
 		e.Seconds = float64(e.Tokens) / e.Rate
 	}
-	if len(work) == 0 {
-		e.Seconds = max(e.Seconds, 0)
+	if e.Requests == 0 && e.Seconds > 0 {
+		e.Seconds = 0 // nothing to run (or only prompts beyond the context)
 	}
 	p.Estimate = e
 	if e.Seconds >= 0 && e.Runs > 0 {

@@ -96,6 +96,14 @@ func TestPlanEstimate(t *testing.T) {
 			t.Errorf("%s: estimate %+v, want %v s", tc.name, p.Estimate, want)
 		}
 		t.Logf("%s: %s", tc.name, p.Estimate.Basis())
+		// Nothing to run takes no time, whatever the runs' other seconds.
+		p, err = MakePlan(ctx, st, be, []*Job{newJob(40, 64, dot, nl)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Requests != 0 || p.Estimate.Seconds != 0 {
+			t.Errorf("%s: a plan with nothing to run: %d requests, %v s", tc.name, p.Requests, p.Estimate.Seconds)
+		}
 	}
 }
 

@@ -818,7 +818,7 @@ func tokensText(p *generate.Plan) string {
 	if p.Estimate.Lengths == 0 || p.Estimate.Tokens >= p.TokensToGenerate {
 		return "at most " + most
 	}
-	return fmt.Sprintf("about %d (at most %s)", p.Estimate.Tokens, most)
+	return fmt.Sprintf("about %s (at most %d)", plural(p.Estimate.Tokens, "token", "tokens"), p.TokensToGenerate)
 }
 
 // secondsText is a duration in seconds as a person reads it: 0.4s, 42s,
