@@ -115,10 +115,11 @@ const FailedAsZero = "failed samples (backend error, prompt beyond the context) 
 // back from the store when the peer has stored it (with the scores the
 // peer committed; CurrentResults then scores it under any setting the peer
 // did not); a claim whose owner died is taken over when its lease expires.
-func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, opt Options) (Summary, error) {
+func Execute(ctx context.Context, st *store.Store, be backends.Backend, p *Plan, opt Options) (sum Summary, err error) {
 	start := time.Now()
 	x := newExecutor(st, be, p, opt)
-	defer func() { x.sum.Seconds = time.Since(start).Seconds() }()
+	// The returned summary's, set once it is returned (x.sum was copied).
+	defer func() { sum.Seconds = time.Since(start).Seconds() }()
 	if err := x.scoreStored(ctx); err != nil {
 		return x.sum, err
 	}

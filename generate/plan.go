@@ -125,10 +125,13 @@ type Plan struct {
 	PromptTokens int
 	Untokenised  int
 	// Throughput is generated tokens per second measured in earlier runs of
-	// this model (0 when unknown); EstimatedSeconds derives from it (-1
+	// this model (0 when unknown); EstimatedSeconds is Estimate.Seconds (-1
 	// when unknown).
 	Throughput       float64
 	EstimatedSeconds float64
+	// Estimate is the tokens and time the work is expected to take, from
+	// the stop positions and speeds measured for this model.
+	Estimate Estimate
 	// Overflow counts samples to run whose prompt cannot fit the model's
 	// context.
 	Overflow int
@@ -322,11 +325,8 @@ func MakePlan(ctx context.Context, st *store.Store, be backends.Backend, jobs []
 	if p.Superseded, err = superseded(ctx, st, be, p); err != nil {
 		return nil, err
 	}
-	if tps, ok, err := st.Throughput(ctx, fp); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	} else if ok {
-		p.Throughput = tps
-		p.EstimatedSeconds = float64(p.TokensToGenerate) / tps
+	if err := estimate(ctx, st, p, ctxLen); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -30,8 +30,9 @@
 #                   weights-1b/weights-8b run when a step needs them)
 #   TALLY_BIN, GPU_CHECK_BIN   the binaries (default: dist/tally[.xz],
 #                   dist/gpu-check[.xz], unpacked into the work folder)
-#   SHARED          the reference set's folder (default: dist/shared, shared,
-#                   ../shared: fixtures/models, the llama3 tokenizer, DROP)
+#   SHARED          the reference set's folder (default: $TALLY_REFERENCE,
+#                   dist/shared, shared, ../shared: fixtures/models, the
+#                   llama3 tokenizer, DROP)
 #   XLA_PLUGIN      the PJRT CUDA plugin (default: JAX's xla_cuda_plugin.so,
 #                   found through python3)
 #   CUDA_DATA_DIR   the folder with bin/ptxas and nvvm/libdevice (default:
@@ -117,7 +118,7 @@ GC=${GPU_CHECK_BIN:-$(unpack gpu-check)} || { log "no gpu-check binary: set GPU_
 export TALLY GC
 
 # --- the reference set: fixtures, the llama3 tokenizer, DROP --------------
-for d in ${SHARED:-} "$ROOT/dist/shared" "$ROOT/shared" "$ROOT/../shared"; do
+for d in ${SHARED:-} ${TALLY_REFERENCE:-} "$ROOT/dist/shared" "$ROOT/shared" "$ROOT/../shared"; do
 	if [[ -d $d/fixtures/models ]]; then SHARED=$(cd "$d" && pwd); break; fi
 done
 export SHARED=${SHARED:-}
@@ -159,7 +160,7 @@ find_cuda_dir() {
 	return 1
 }
 SETUP_NOTE=
-[[ -n $SHARED ]] || SETUP_NOTE+="no reference set (fixtures/models) in SHARED, dist/shared, shared or ../shared: parity, weights and drop fail; "
+[[ -n $SHARED ]] || SETUP_NOTE+="no reference set (fixtures/models) in SHARED, TALLY_REFERENCE, dist/shared, shared or ../shared: parity, weights and drop fail; "
 "$TALLY" version >/dev/null 2>&1 || SETUP_NOTE+="$TALLY does not run here ($(ldd "$TALLY" 2>&1 | grep -m1 'not found\|GLIBC' || echo 'see its log')); "
 if [[ $DEVICE == cuda ]]; then
 	PLUGIN=$(find_plugin) || { PLUGIN=; SETUP_NOTE+="no PJRT CUDA plugin found (set XLA_PLUGIN); "; }
@@ -219,13 +220,14 @@ do_weights() { # do_weights SHAPE
 do_drop() {
 	local limit=() rc=0
 	[[ $DROP_LIMIT -gt 0 ]] && limit=(--limit "$DROP_LIMIT")
-	local args=(--model "$MODELS/$SHAPE_1B" --device "$DEVICE" --device-memory "$DEVICE_MEMORY" --tasks drop --data "$DROP"
+	local args=(--model "$MODELS/$SHAPE_1B" --device "$DEVICE" --tasks drop --data "$DROP"
 		--store "$WORK/drop.db" --stop dot=. --stop 'nl=\n' "${limit[@]}")
-	"$TALLY" run "${args[@]}" --json >"$RES/drop-run1.json" 2>"$RES/drop-run1.err" || rc=1
+	# --device-memory plans the model work of run only (report does none).
+	"$TALLY" run "${args[@]}" --device-memory "$DEVICE_MEMORY" --json >"$RES/drop-run1.json" 2>"$RES/drop-run1.err" || rc=1
 	cat "$RES/drop-run1.err"
 	"$TALLY" report "${args[@]}" --format markdown >"$RES/drop-report.md" || rc=1
 	cat "$RES/drop-report.md"
-	"$TALLY" run "${args[@]}" --json >"$RES/drop-run2.json" 2>"$RES/drop-run2.err" || rc=1
+	"$TALLY" run "${args[@]}" --device-memory "$DEVICE_MEMORY" --json >"$RES/drop-run2.json" 2>"$RES/drop-run2.err" || rc=1
 	cat "$RES/drop-run2.err"
 	return $rc
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-pack.sh: puts into dist/ (ignored by git) what scripts/gpu-check.sh
-# needs on a GPU machine that has no Go and cannot reach ../shared:
+# needs on a GPU machine that has no Go and cannot reach the reference set:
 #
 #   dist/tally.xz, dist/gpu-check.xz   CGO_ENABLED=1 go build -trimpath
 #       -ldflags '-s -w' (the XLA backend; an ordinary dynamic link against
@@ -15,16 +15,17 @@
 #
 #   run: command "scripts/gpu-check.sh $OUT", carry ["dist"], timeout_s 540
 #
-#   scripts/gpu-pack.sh            (SHARED=../shared by default)
+#   scripts/gpu-pack.sh            (SHARED: default $TALLY_REFERENCE, else ../shared)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-SHARED=${SHARED:-$ROOT/../shared}
+SHARED=${SHARED:-${TALLY_REFERENCE:-$ROOT/../shared}}
+case $SHARED in /*) ;; *) SHARED=$ROOT/$SHARED ;; esac
 LIMIT=$((64 << 20))
 export GOEXPERIMENT=${GOEXPERIMENT-simd}
 log() { echo "gpu-pack: $*" >&2; }
 
-[[ -d $SHARED/fixtures/models ]] || { log "no reference set at $SHARED (set SHARED)"; exit 1; }
+[[ -d $SHARED/fixtures/models ]] || { log "no reference set at $SHARED (set TALLY_REFERENCE or SHARED)"; exit 1; }
 mkdir -p dist
 for target in tally:./cmd/tally gpu-check:./scripts/gpu-check; do
 	name=${target%%:*} pkg=${target#*:}

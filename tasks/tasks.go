@@ -12,6 +12,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -328,6 +329,10 @@ type LoadOptions struct {
 	Data string
 	// Limit keeps the first N samples (0: all).
 	Limit int
+	// LimitFraction, in (0, 1), keeps the first ceil(n × LimitFraction)
+	// of a task's n samples, as lm-evaluation-harness reads a --limit below
+	// 1 (0: Limit applies).
+	LimitFraction float64
 	// IDs keeps only these sample ids (empty: all).
 	IDs []string
 	// SkipBad skips malformed lines, counting them, instead of failing.
@@ -568,6 +573,9 @@ func selectSamples(samples []datasets.Sample, opt LoadOptions) []datasets.Sample
 	}
 	if opt.Limit > 0 && len(samples) > opt.Limit {
 		samples = samples[:opt.Limit]
+	}
+	if f := opt.LimitFraction; f > 0 && f < 1 {
+		samples = samples[:min(len(samples), int(math.Ceil(float64(len(samples))*f)))]
 	}
 	return samples
 }

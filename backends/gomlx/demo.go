@@ -13,6 +13,18 @@ import (
 //go:embed demomodel/config.json demomodel/model.safetensors demomodel/tokenizer.json
 var demoFiles embed.FS
 
+// DemoFiles is the embedded demo model's folder in the Hugging Face layout
+// (config.json, model.safetensors, tokenizer.json), for a tool that hands
+// the demo model to another engine (scripts/ollama-server.sh makes its
+// Ollama test model of it).
+func DemoFiles() fs.FS {
+	sub, err := fs.Sub(demoFiles, "demomodel")
+	if err != nil {
+		panic(err) // a constant, valid path
+	}
+	return sub
+}
+
 // demoVersion leads the demo model's fingerprint.
 const demoVersion = "demo-v3"
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -232,6 +233,7 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 			if err != nil {
 				return err
 			}
+			t0 := time.Now()
 			out, err := m.run(g, []*tensors.Tensor{
 				tensors.FromFlatDataAndDimensions(tokens, R, C),
 				tensors.FromFlatDataAndDimensions(positions, R, C),
@@ -244,6 +246,7 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 				return err
 			}
 			m.stats.PrefillCalls++
+			m.stats.PrefillSeconds += time.Since(t0).Seconds()
 			logits, err := tensors.CopyFlatData[float32](out)
 			_ = out.FinalizeAll()
 			if err != nil {
@@ -284,6 +287,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
 	out, err := m.run(g, []*tensors.Tensor{
 		tensors.FromFlatDataAndDimensions(tokens, batch, 1),
 		tensors.FromFlatDataAndDimensions(positions, batch, 1),
@@ -293,6 +297,7 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 		return nil, err
 	}
 	m.stats.DecodeSteps++
+	m.stats.DecodeSeconds += time.Since(t0).Seconds()
 	ids, err := tensors.CopyFlatData[int32](out)
 	_ = out.FinalizeAll()
 	if err != nil {

@@ -3,6 +3,7 @@ package gomlx
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func ResolveModelDir(path string) (string, error) {
 	}
 	entries, err := os.ReadDir(snaps)
 	if err != nil {
-		return "", fmt.Errorf("model %s: not in the Hugging Face cache %s: %w", path, hub, err)
+		return "", notCached(path, hub, err)
 	}
 	var dirs []string
 	for _, e := range entries {
@@ -62,6 +63,21 @@ func ResolveModelDir(path string) (string, error) {
 	default:
 		return "", fmt.Errorf("model %s: %d snapshots under %s and no refs/main", path, len(dirs), snaps)
 	}
+}
+
+// ErrNotCached is wrapped by the error for a Hugging Face name that is not
+// in the local cache.
+var ErrNotCached = errors.New("not in the Hugging Face cache")
+
+// notCached is the error for model name org/name missing from the cache
+// hub (err: why its snapshots could not be read): tally never downloads,
+// so it says how to fetch the model.
+func notCached(name, hub string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("model %s: reading the Hugging Face cache %s: %w", name, hub, err)
+	}
+	return fmt.Errorf("model %s: %w %s; tally never downloads a model: fetch it with `hf download %s` "+
+		"(or the older `huggingface-cli download %s`), or pass the model's directory", name, ErrNotCached, hub, name, name)
 }
 
 func hubDir() (string, error) {

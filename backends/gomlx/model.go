@@ -90,6 +90,11 @@ type Stats struct {
 	// their keys and values were copied from a shared prefix (ShareKey);
 	// PrefixCopies counts the copy-graph executions that did it.
 	SharedTokens, PrefixCopies int
+	// PrefillSeconds and DecodeSeconds are the time spent executing the
+	// prefill and decode graphs (compiling them not included): a run's
+	// stats keep them, and a plan reads its prefill and decode speeds
+	// from them.
+	PrefillSeconds, DecodeSeconds float64
 }
 
 // Model is a loaded model; it implements backends.Backend. Its methods are

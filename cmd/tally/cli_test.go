@@ -217,7 +217,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// --skip-bad loads the good line and counts the bad one.
 	_, out := runTally(t, bin, "run", "--store", db, "--model", "demo", "--tasks", "jsonl", "--data", bad, "--skip-bad")
-	if !strings.Contains(out, "skipped 1 bad lines") {
+	if !strings.Contains(out, "skipped 1 bad line\n") {
 		t.Errorf("skip-bad output %q", out)
 	}
 	after := storeCounts(t, db)

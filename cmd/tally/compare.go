@@ -25,7 +25,7 @@ func newCompareCmd() *cobra.Command {
 
 func newReportCmd() *cobra.Command {
 	return comparisonCmd("report", "markdown",
-		"Render stored scores as Markdown, HTML, text or JSON (no scoring, no model work)",
+		"Render everything stored as Markdown, HTML, text or JSON (no model work; stale scores are recomputed in memory, never written)",
 		"report renders the stored scores per task, metric and stop setting "+
 			"(and model, with --against), with 95% intervals (Wilson score intervals, inside the scores' range) and paired differences. It never writes the store: a score whose inputs "+
 			"changed since it was stored (data, metrics, task fields) is recomputed in memory first, and the number recomputed is said on stderr.")
@@ -53,9 +53,19 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 				return fmt.Errorf("--format %q: want text, markdown, html or json", format)
 			}
 			ctx := cmd.Context()
+			if against == "" {
+				if err := refuseUnused(cmd, "applies to the --against model only", "against-chat"); err != nil {
+					return err
+				}
+			}
 			// report with no data-selecting flags: everything stored, from
 			// the store alone (--model/--tasks/--stop only filter).
 			if use == "report" && against == "" && !changedAny(cmd, "data", "set", "fewshot", "chat", "limit", "max-tokens", "samples") {
+				if err := refuseUnused(cmd, "report without --data, --set, --fewshot, --chat, --limit, --max-tokens or --samples renders everything stored "+
+					"and opens no model; with one of them these choose the model (its arithmetic, its server) whose scores of that task variant it shows",
+					"device", "dtype", "base-url", "model-revision", "skip-bad"); err != nil {
+					return err
+				}
 				return storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			s, err := f.open(ctx, cmd.ErrOrStderr(), true)
@@ -118,7 +128,7 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 			return nil
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitStored)
 	cmd.Flags().StringVar(&format, "format", defFormat, "output: text, markdown, html or json (--json is json)")
 	cmd.Flags().IntVar(&showChanged, "show-changed", 10, "list at most N changed samples per row")
 	cmd.Flags().StringVar(&against, "against", "", "a second model whose stored generations are set beside --model's (prompted as --model is, chat or raw)")

@@ -92,7 +92,7 @@ func newGenerateCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&model, "model", "demo", `model directory, cache name, or "demo"`)
+	fl.StringVar(&model, "model", "demo", modelHelp+"; generate runs the native engine, so not ollama:, openai: or imported:")
 	fl.StringVar(&device, "device", "", "cpu (default), xla or cuda")
 	fl.StringVar(&dtype, "dtype", "auto", "the dtype of the matrix products: auto (the checkpoint's where this CPU is fast in it, else float32), float32, bfloat16 or float16")
 	fl.StringVar(&prompt, "prompt", "", "prompt text (tokenised with special tokens)")

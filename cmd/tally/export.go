@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tally/internal/lmevalcli"
 	"tally/store"
 )
 
@@ -32,7 +33,7 @@ func newExportCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&from, "store", defaultStore(), "the store to copy from: a SQLite file or a PostgreSQL URL (default from $TALLY_STORE, else tally.db)")
 	cmd.Flags().StringVar(&to, "to", "", "the store to copy into: a SQLite file or a PostgreSQL URL")
-	cmd.Flags().StringVar(&model, "model", "", "copy only this model's runs (its name as run, or its fingerprint)")
+	cmd.Flags().StringVar(&model, "model", "", "copy only the runs of this model, as run's --model named it ("+lmevalcli.ModelForms+"), or of this fingerprint")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"tally/backends/gomlx"
+	"tally/internal/lmevalcli"
 	"tally/store"
 )
 
@@ -18,8 +19,7 @@ import (
 // what to do.
 
 // modelForms is what --model takes.
-const modelForms = "--model takes a Hugging Face model directory (config.json, *.safetensors, tokenizer.json), org/name in the Hugging Face cache, " +
-	"a .gguf file, an Ollama manifest, ollama:NAME, openai:NAME or demo"
+const modelForms = "--model takes " + lmevalcli.ModelForms
 
 // openStoreReadOnly opens an existing store for a read-only command; a
 // store that is not there is one line naming the default store and the

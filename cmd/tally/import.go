@@ -36,7 +36,16 @@ func newImportCmd() *cobra.Command {
 			"generations and scores, as `tally export --store SRC --to STORE` does (with --model, one model's).",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if from != "" || len(args) > 0 {
+				if err := refuseUnused(cmd, "apply to `tally import --tasks T --data LOG` only (files and --from bring in what they hold as it is)",
+					"tasks", "data", "set", "fewshot", "chat", "skip-bad"); err != nil {
+					return err
+				}
+			}
 			if from != "" {
+				if err := refuseUnused(cmd, "applies to files and folders, not to --from", "follow-symlinks"); err != nil {
+					return err
+				}
 				if len(args) > 0 {
 					return fmt.Errorf("import: --from copies a store; pass no files with it")
 				}
@@ -48,7 +57,7 @@ func newImportCmd() *cobra.Command {
 			return importLog(cmd, f)
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitImport)
 	cmd.Flags().StringVar(&from, "from", "", "copy this tally store (a SQLite file or postgres://…) into --store")
 	cmd.Flags().BoolVar(&followOut, "follow-symlinks", false, "read files in a DIR that are symbolic links to regular files outside it (refused by default)")
 	return cmd
@@ -69,6 +78,7 @@ func importLog(cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return err
 	}
+	recs = lmevallog.OnePerDoc(recs) // a document logged once per filter (stop setting) is one sample
 	lj, err := f.loadJobs(cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -85,8 +95,12 @@ func importLog(cmd *cobra.Command, f *runFlags) error {
 			return fmt.Errorf("%s line %d: prompt does not match sample %s", f.data, r.Line, s.ID)
 		}
 		stops, _ := json.Marshal(map[string]any{"until": r.Until})
+		text := r.Response
+		if own, ok := r.Own(); ok {
+			text = own.Raw // tally's own file: the continuation before any stop cut it
+		}
 		gens[i] = store.Generation{Key: generate.Key(fp, nil, r.Prompt), Fingerprint: fp, Task: s.Task, SampleID: s.ID,
-			Text: r.Response, Finish: "stop", Stops: stops, Imported: true}
+			Text: text, Finish: "stop", Stops: stops, Imported: true}
 	}
 	st, err := store.Open(ctx, f.storePath)
 	if err != nil {

@@ -81,7 +81,7 @@ func loadWith(t *testing.T, args ...string) []*generate.Job {
 		}
 		return err
 	}}
-	f.register(cmd, "demo", []string{"demo"})
+	f.register(cmd, "demo", []string{"demo"}, nil)
 	root := &cobra.Command{Use: "tally", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(cmd)
 	understandLMEval(root)

@@ -119,6 +119,11 @@ func newRoot() *cobra.Command {
 // tally's spelling. Call it after every subcommand is added.
 func understandLMEval(root *cobra.Command) {
 	root.SetGlobalNormalizationFunc(lmevalcli.Normalize)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return lmevalcli.FlagError(c.CommandPath(), err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if refused := refusedFlag(c, err); refused != nil {
+			return refused
+		}
+		return lmevalcli.FlagError(c.CommandPath(), c.Flags(), err)
+	})
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return lmevalcli.ApplyModelArgs(c.Flags()) }
 }

@@ -55,7 +55,7 @@ func TestNewcomerMessages(t *testing.T) {
 		{[]string{"ls"}, []string{"no store at tally.db", defaultStore}},
 		{[]string{"plan", "--model", "demo", "--tasks", "demo"}, []string{defaultStore}},
 		{[]string{"run", "--model", "./README.md", "--tasks", "demo", "--store", "new.db"},
-			[]string{"./README.md: a file, but not a model", "--model takes a Hugging Face model directory (config.json, *.safetensors, tokenizer.json)", "openai:NAME or demo"}},
+			[]string{"./README.md: a file, but not a model", "--model takes a Hugging Face model directory (config.json, *.safetensors, tokenizer.json)", "imported:NAME (outputs stored by tally import) or demo"}},
 		{[]string{"run", "--model", "./nowhere", "--tasks", "demo", "--store", "new.db"}, []string{"no such directory", "--model takes"}},
 		{[]string{"run", "--model", "ollama:llama3", "--tasks", "demo", "--store", "new.db"},
 			[]string{"no Ollama server answers at http://" + addr + " (connection refused)", "set OLLAMA_HOST"}},

@@ -93,6 +93,17 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	if o.memory > 0 && server {
 		return nil, fmt.Errorf("--device-memory applies to the native backend: %s manages its own memory", spec)
 	}
+	if o.device != "" && server {
+		return nil, fmt.Errorf("--device applies to the native backend: %s runs where its server (or the imported outputs') ran", spec)
+	}
+	if !strings.HasPrefix(spec, "openai:") {
+		if o.revision != "" {
+			return nil, fmt.Errorf("--model-revision applies to openai:NAME models, whose server may say nothing about the weights; %s is fingerprinted by %s", spec, fingerprintSource(spec))
+		}
+		if o.baseURL != "" {
+			return nil, fmt.Errorf("--base-url applies to openai:NAME models (an Ollama server is named by OLLAMA_HOST); %s runs no OpenAI-compatible server", spec)
+		}
+	}
 	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr}
 	switch {
 	case spec == "demo":
@@ -132,6 +143,18 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 		}
 		return m, nil
 	}
+}
+
+// fingerprintSource says what a model that is not openai:NAME is
+// fingerprinted by, for --model-revision's refusal.
+func fingerprintSource(spec string) string {
+	switch {
+	case strings.HasPrefix(spec, "ollama:"):
+		return "the digest the Ollama server reports for it"
+	case strings.HasPrefix(spec, imported.Prefix):
+		return "its name"
+	}
+	return "a digest of its weights"
 }
 
 // useChatTemplate gives a native model its own chat template.

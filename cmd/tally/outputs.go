@@ -76,7 +76,7 @@ func (s *session) dataset(ctx context.Context, runs []report.RunResults, full, m
 // datasetOf is dataset for some of the session's jobs.
 func (s *session) datasetOf(ctx context.Context, jobs []*generate.Job, runs []report.RunResults, full, modelLabels bool) (*report.Dataset, error) {
 	return report.FromResults(ctx, s.st, jobs, runs, report.FromOptions{Full: full, ModelLabels: modelLabels,
-		Totals: s.totals, Limit: s.flags.limit, Info: s.taskInfo(), Variants: s.variantsByKey()})
+		Totals: s.totals, Limit: s.flags.limit.N, Info: s.taskInfo(), Variants: s.variantsByKey()})
 }
 
 // lmevalOptions is what the session's runs say in lm-eval files: the

@@ -269,7 +269,9 @@ func TestLsAndPlanShowWorkers(t *testing.T) {
 			var pout []byte
 			for try := 0; try < 50; try++ {
 				pj.Claimed, pj.Workers = 0, nil
-				pout, err = exec.Command(built, slices.Concat([]string{"plan"}, work[1:], []string{"--model", "demo", "--tasks", "demo", "--json"})...).Output()
+				// plan takes the run's flags but --claim-batch: it claims nothing.
+				planArgs := slices.DeleteFunc(slices.Clone(work[1:]), func(a string) bool { return a == "--claim-batch" || a == "2" })
+				pout, err = exec.Command(built, slices.Concat([]string{"plan"}, planArgs, []string{"--model", "demo", "--tasks", "demo", "--json"})...).Output()
 				if err == nil {
 					err = json.Unmarshal(pout, &pj)
 				}

@@ -32,7 +32,12 @@ type progress struct {
 	promptTotal, budgetTotal       int
 	prefilled, budgetDone, genDone int
 	failed                         int
+	// terminal draws the bar whatever w is (tests).
+	terminal bool
 }
+
+// barThrottle is the least time between two drawings of the bar.
+var barThrottle = 100 * time.Millisecond
 
 func newProgress(w io.Writer) *progress { return &progress{w: w} }
 
@@ -49,12 +54,16 @@ func (p *progress) Start(samples int) {
 	if samples == 0 {
 		return
 	}
-	if isTerminal(p.w) {
+	if p.terminal || isTerminal(p.w) {
+		// The bar's own prediction is off: the description's eta, from
+		// tokens, is the one estimate shown (the bar's, from samples, was
+		// a second one that disagreed); the bracket shows the time elapsed.
 		p.bar = progressbar.NewOptions(samples, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("generating"),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionThrottle(barThrottle), progressbar.OptionClearOnFinish())
+		_ = p.bar.RenderBlank()
 	} else {
-		fmt.Fprintf(p.w, "generating %d samples\n", samples)
+		fmt.Fprintf(p.w, "generating %s\n", plural(samples, "sample", "samples"))
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,29 @@ func TestProgressSaysWhatItWaitsFor(t *testing.T) {
 	p.Waiting(generate.Wait{Generations: 4, Now: now, Holders: []generate.Holder{{ID: "h/9/x", PID: 9, Claims: 4, LeaseEnd: now.Add(20 * time.Second), Stopped: true}}})
 	if !strings.Contains(b.String(), "tally: waiting for 4 generations claimed by other processes: 4 by h/9/x (pid 9 on this host, no longer running): its lease ends at") {
 		t.Errorf("wait not shown:\n%s", b.String())
+	}
+}
+
+// TestBarShowsOneETA is item 6 of issue 34: the terminal bar showed two
+// estimates of the time left that disagreed (its own from samples,
+// "[2s:9s]", and the description's from tokens); it shows one, the
+// description's, beside the time elapsed.
+func TestBarShowsOneETA(t *testing.T) {
+	defer func(d time.Duration) { barThrottle = d }(barThrottle)
+	barThrottle = 0
+	var b bytes.Buffer
+	p := &progress{w: &b, terminal: true}
+	p.Start(4)
+	p.Work(400, 40)
+	p.Tokens(5)
+	p.SampleEnded("a", 100, 10, 5, "")
+	p.SampleDone()
+	frames := strings.Split(b.String(), "\r")
+	last := frames[len(frames)-1]
+	if !strings.Contains(last, "1/4") || strings.Count(last, "eta") != 1 {
+		t.Fatalf("last frame %q: want the count and one eta", last)
+	}
+	if prediction := regexp.MustCompile(`\[[0-9hms.]+:[0-9hms.]+\]`); prediction.MatchString(b.String()) {
+		t.Errorf("the bar shows its own estimate beside the description's eta: %q", last)
 	}
 }

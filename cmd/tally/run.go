@@ -24,6 +24,7 @@ import (
 	"tally/backends/gomlx"
 	"tally/generate"
 	"tally/internal/demostory"
+	"tally/internal/lmevalcli"
 	"tally/report"
 	"tally/rescore"
 	"tally/store"
@@ -35,16 +36,21 @@ import (
 // compare.
 type runFlags struct {
 	// noDocs loads tasks without their samples' data rows (tasks.LoadOptions).
-	noDocs      bool
-	model       string
-	device      string
-	dtype       string
-	tasks       []string
-	stops       []string
-	maxTokens   int
-	limit       int
-	samples     []string
-	storePath   string
+	noDocs    bool
+	model     string
+	device    string
+	dtype     string
+	tasks     []string
+	stops     []string
+	maxTokens int
+	// limit is --limit: a number of samples, or below 1 a fraction of
+	// each task's (lm-eval's rule).
+	limit     lmevalcli.Limit
+	samples   []string
+	storePath string
+	// conc is --concurrency as given (a number or auto), and concurrency
+	// its number (0: tally's choice), set by validate.
+	conc        lmevalcli.Concurrency
 	concurrency int
 	json        bool
 	data        string
@@ -71,25 +77,35 @@ type runFlags struct {
 	deviceBytes  int64
 }
 
-func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string) {
-	fl := cmd.Flags()
-	f.fs = fl
-	fl.StringVar(&f.model, "model", defModel, `model: a Hugging Face directory or cache name (org/name), "demo" for the embedded demo model`)
+// modelRevisionHelp is --model-revision's help; docs/servers.md says the
+// same (TestHelpIsTheReference).
+const modelRevisionHelp = "openai:NAME only: a label kept in the model fingerprint, for a server whose /v1/models says nothing about the weights " +
+	"(TGI, Ollama's /v1; vLLM and llama.cpp's server do): new weights under the same name, a new label (an ollama:NAME model is fingerprinted by the digest its server reports)"
+
+// register adds the run flags to cmd, except those omit names (flags that
+// would change nothing there: giving one is refused, saying why).
+func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []string, omit omitted) {
+	fl := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	defer func() {
+		addFlags(cmd, fl, omit)
+		f.fs = cmd.Flags()
+	}()
+	fl.StringVar(&f.model, "model", defModel, modelHelp)
 	fl.StringVar(&f.device, "device", "", `native backend device: cpu (default), xla or cuda`)
 	fl.StringVar(&f.dtype, "dtype", "auto", "native backend: the dtype of the matrix products: auto (the checkpoint's where this CPU is fast in it, else float32), float32 (reference parity), bfloat16 or float16")
 	fl.StringVar(&f.deviceMemory, "device-memory", "", "native backend: the memory the model may use in all, weights included (e.g. 79GiB): the plan sizes the batch and prefill chunks to it; on xla/cuda there is no plan without it (default on cpu: the host's available memory)")
 	fl.StringSliceVar(&f.tasks, "tasks", defTasks, `tasks: built-in names or YAML paths (see "tally tasks")`)
 	fl.StringArrayVar(&f.stops, "stop", nil, `named stop setting NAME=SEQ[,SEQ...], repeatable (e.g. --stop dot=. --stop nl='\n'); replaces the tasks' defaults (an lm-eval task keeps its "until" beside them)`)
 	fl.IntVar(&f.maxTokens, "max-tokens", 0, "token budget per sample (default: the task's)")
-	fl.IntVar(&f.limit, "limit", 0, "use only the first N samples of each task")
+	fl.Var(&f.limit, "limit", "use only the first N samples of each task, or below 1 that fraction of each task's samples (lm-eval's rule: ceil(total × limit))")
 	fl.StringSliceVar(&f.samples, "samples", nil, "use only these sample ids")
 	fl.StringVar(&f.storePath, "store", defaultStore(), "results store: a SQLite file, or a PostgreSQL URL postgres://… shared by workers (default from $TALLY_STORE, else tally.db)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "requests in flight at once (native: batch size; default 8)")
+	fl.Var(&f.conc, "concurrency", "requests in flight at once (native: the batch size); auto, the default, is tally's choice: the native engine's batch of up to 8 rows that its memory plan fits, 4 for a server")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of tables")
 	fl.StringVar(&f.data, "data", "", "data file for the task (overrides the task's own)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip malformed data lines (counted) instead of failing")
 	fl.StringVar(&f.baseURL, "base-url", "", "openai: the server's API root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL); the key is read from $OPENAI_API_KEY")
-	fl.StringVar(&f.modelRevision, "model-revision", "", "openai: a revision label kept in the model fingerprint (new weights under the same name: a new label)")
+	fl.StringVar(&f.modelRevision, "model-revision", "", modelRevisionHelp)
 	fl.BoolVar(&f.chat, "chat", false, "prompt through the model's chat template (instruct models; default: the tasks' chat setting)")
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
@@ -125,14 +141,14 @@ func (f *runFlags) validate() error {
 		v, most int
 		want    string
 	}{
-		{"limit", f.limit, math.MaxInt, "a positive number of samples"},
 		{"max-tokens", f.maxTokens, generate.MaxBudget, fmt.Sprintf("a positive token budget, at most %d (budgets are capped by the model's context)", generate.MaxBudget)},
-		{"concurrency", f.concurrency, maxConcurrency, fmt.Sprintf("1 to %d requests in flight", maxConcurrency)},
+		{"concurrency", f.conc.N, maxConcurrency, fmt.Sprintf("1 to %d requests in flight, or auto", maxConcurrency)},
 	} {
-		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name)) {
+		if c.v < 0 || c.v > c.most || (c.v == 0 && f.fs != nil && f.fs.Changed(c.name) && !(c.name == "concurrency" && f.conc.Auto)) {
 			return fmt.Errorf("--%s %d: want %s", c.name, c.v, c.want)
 		}
 	}
+	f.concurrency = f.conc.N
 	if _, err := gomlx.ParseDType(f.dtype); err != nil {
 		return fmt.Errorf("--dtype: %w", err)
 	}
@@ -230,10 +246,13 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit, IDs: f.samples, SkipBad: f.skipBad, NoDocs: f.noDocs,
-		CacheDir: tasks.DefaultLoadCacheDir()})
+	all, err := tasks.LoadAll(cfgs, tasks.LoadOptions{Data: f.data, Limit: f.limit.N, LimitFraction: f.limit.Fraction, IDs: f.samples, SkipBad: f.skipBad,
+		NoDocs: f.noDocs, CacheDir: tasks.DefaultLoadCacheDir()})
 	if err != nil {
 		return nil, err
+	}
+	if f.conc.Auto {
+		fmt.Fprintln(stderr, "tally: "+lmevalcli.AutoNote)
 	}
 	lj := &loadedJobs{cfgs: cfgs, totals: map[string]int{}}
 	found := map[string]bool{}
@@ -243,7 +262,10 @@ func (f *runFlags) loadJobs(stderr io.Writer) (*loadedJobs, error) {
 		tasks.Keyed(loaded, rec)
 		lj.totals[rec.Key] = loaded.Total
 		if loaded.Skipped > 0 {
-			fmt.Fprintf(stderr, "tally: task %s: skipped %d bad lines\n", cfg.Task, loaded.Skipped)
+			fmt.Fprintf(stderr, "tally: task %s: skipped %s\n", cfg.Task, plural(loaded.Skipped, "bad line", "bad lines"))
+		}
+		if rule := f.limit.Rule(loaded.Total); rule != "" && len(f.samples) == 0 {
+			fmt.Fprintf(stderr, "tally: task %s: %s\n", cfg.Task, rule)
 		}
 		for _, s := range loaded.Samples {
 			found[s.ID] = true
@@ -402,7 +424,7 @@ func newRunCmd(name, short string) *cobra.Command {
 			return runCommand(cmd.Context(), name, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, defModel, defTasks)
+	f.register(cmd, defModel, defTasks, nil)
 	f.registerWorker(cmd)
 	return cmd
 }
@@ -472,7 +494,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		fmt.Fprintf(stderr, "memory: %s\n", mem)
 	}
 	cfg, _ := json.Marshal(map[string]any{"command": name, "model": f.model, "device": f.device, "tasks": f.tasks,
-		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit, "samples": f.samples, "concurrency": f.concurrency,
+		"stops": f.stops, "max_tokens": f.maxTokens, "limit": f.limit.JSON(), "samples": f.samples, "concurrency": f.concurrency,
 		"data": f.data, "set": f.setArgs(), "skip_bad": f.skipBad, "dtype": productsDType(s.be), "chat": s.chat()})
 	host, _ := os.Hostname()
 	started := time.Now()
@@ -523,8 +545,9 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 	// Each failed sample was printed as it failed (progress); one line
 	// sums up the prompts beyond the context.
 	if n := len(sum.Overflowed); n > 0 {
-		fmt.Fprintf(stderr, "tally: %d prompts exceed the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
-			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n", n, s.be.ContextLength())
+		fmt.Fprintf(stderr, "tally: %s the model's context of %d tokens: recorded with finish reason \"context\", not truncated "+
+			"(`tally plan` lists them; fewer few-shot examples, --fewshot, or a model with a longer context runs them)\n",
+			plural(n, "prompt exceeds", "prompts exceed"), s.be.ContextLength())
 	}
 	if sum.ClaimsTakenOver > 0 {
 		fmt.Fprintf(stderr, "tally: took over %d work claims of a process that stopped (lease expired)\n", sum.ClaimsTakenOver)
@@ -565,8 +588,8 @@ func (s *session) execute(ctx context.Context, name string, plan *generate.Plan,
 		fmt.Fprintf(stderr, "tally: worker %s: generated %d, continued %d, %d by other workers, took over %d claims\n",
 			owner, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsByPeers, sum.ClaimsTakenOver)
 	}
-	fmt.Fprintf(stderr, "%d samples: %d generated, %d continued, %d reused, %d failed before and not retried, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
-		sum.Samples, sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsFailed, sum.GenerationsByPeers,
+	fmt.Fprintf(stderr, "%s: %d generated, %d continued, %d reused, %d failed before and not retried, %d by other processes; %d tokens generated, %d prompt tokens, %d errors, %.1fs\n",
+		plural(sum.Samples, "sample", "samples"), sum.GenerationsNew, sum.GenerationsContinued, sum.GenerationsReused, sum.GenerationsFailed, sum.GenerationsByPeers,
 		sum.GeneratedTokens, sum.PromptTokens, sum.Errors, sum.Seconds)
 	printRows(stdout, ds)
 	if name == "demo" {
@@ -587,7 +610,7 @@ func noteRecomputed(w io.Writer, n int, stored bool) {
 	if !stored {
 		where = "in memory (this command never writes the store; `tally rescore` stores them)"
 	}
-	fmt.Fprintf(w, "tally: recomputed %d stale scores (data, metrics or task changed since they were stored) %s\n", n, where)
+	fmt.Fprintf(w, "tally: recomputed %s (data, metrics or task changed since they were stored) %s\n", plural(n, "stale score", "stale scores"), where)
 }
 
 // failedExit is the error that makes tally exit with ExitFailed when any
@@ -596,7 +619,8 @@ func failedExit(f []string) error {
 	if len(f) == 0 {
 		return nil
 	}
-	return &exitError{code: ExitFailed, err: fmt.Errorf("%d (sample, setting) pairs failed and count as 0 in the means (first: %s); `tally plan` lists them, `tally rerun` retries backend errors", len(f), f[0])}
+	return &exitError{code: ExitFailed, err: fmt.Errorf("%s and count as 0 in the means (first: %s); `tally plan` lists them, `tally rerun` retries backend errors",
+		plural(len(f), "(sample, setting) pair failed", "(sample, setting) pairs failed"), f[0])}
 }
 
 // warnUnscorable names, on stderr, the (sample, setting) pairs a metric
@@ -669,12 +693,17 @@ type planJSON struct {
 	Untokenised int `json:"prompts_untokenised"`
 	// Throughput and EstimatedSeconds are null when no earlier run of the
 	// model measured a throughput.
-	Throughput       *float64                     `json:"tokens_per_second"`
-	EstimatedSeconds *float64                     `json:"estimated_seconds"`
-	Overflow         int                          `json:"context_overflow"`
-	Stale            int                          `json:"stale_scores"`
-	Tasks            map[string]map[string]counts `json:"tasks"`
-	Failed           []failedSample               `json:"failed"`
+	Throughput       *float64 `json:"tokens_per_second"`
+	EstimatedSeconds *float64 `json:"estimated_seconds"`
+	// ExpectedTokens is the tokens the work is expected to generate (at
+	// the stop positions of the model's stored generations; at most
+	// tokens_to_generate), and EstimateBasis what the estimate rests on.
+	ExpectedTokens int                          `json:"expected_tokens"`
+	EstimateBasis  string                       `json:"estimate_basis"`
+	Overflow       int                          `json:"context_overflow"`
+	Stale          int                          `json:"stale_scores"`
+	Tasks          map[string]map[string]counts `json:"tasks"`
+	Failed         []failedSample               `json:"failed"`
 	// Superseded lists this model's fingerprints under another arithmetic
 	// that hold generations of the missing samples (not reused).
 	Superseded []generate.Superseded `json:"other_arithmetic"`
@@ -699,6 +728,7 @@ func planSummary(p *generate.Plan, labels map[string]string) planJSON {
 		return variant.Name(key)
 	}
 	out := planJSON{Fingerprint: p.Fingerprint, Counts: p.Counts, Requests: p.Requests, TokensToGenerate: p.TokensToGenerate,
+		ExpectedTokens: min(p.Estimate.Tokens, p.TokensToGenerate), EstimateBasis: p.Estimate.Basis(),
 		PromptTokens: p.PromptTokens, Untokenised: p.Untokenised, Overflow: p.Overflow, Stale: p.Stale,
 		Tasks: map[string]map[string]counts{}, Failed: []failedSample{}, Superseded: p.Superseded}
 	if out.Superseded == nil {
@@ -760,30 +790,55 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 		}
 	}
 	tw.Flush()
-	eta := "unknown (no throughput measured for this model in the store)"
+	eta := "unknown (" + p.Estimate.Basis() + ")"
 	if sum.EstimatedSeconds != nil {
-		eta = fmt.Sprintf("about %.1fs at %.1f tokens/s measured earlier", *sum.EstimatedSeconds, *sum.Throughput)
+		eta = fmt.Sprintf("about %s (%s)", secondsText(*sum.EstimatedSeconds), p.Estimate.Basis())
 	}
 	var extra []string
 	for i, fs := range sum.Failed {
 		if i == 20 {
-			extra = append(extra, fmt.Sprintf("… and %d more failed samples (--json lists all)", len(sum.Failed)-i))
+			extra = append(extra, fmt.Sprintf("… and %s (--json lists all)", plural(len(sum.Failed)-i, "more failed sample", "more failed samples")))
 			break
 		}
 		extra = append(extra, fmt.Sprintf("failed: %s/%s: %s", fs.Task, fs.ID, fs.Reason))
 	}
 	if p.Stale > 0 {
-		extra = append(extra, fmt.Sprintf("%d (sample, setting) pairs have stale scores (data, metrics or task changed): they are recomputed, no model work", p.Stale))
+		extra = append(extra, fmt.Sprintf("%s stale scores (data, metrics or task changed): they are recomputed, no model work",
+			plural(p.Stale, "(sample, setting) pair has", "(sample, setting) pairs have")))
 	}
 	if p.Overflow > 0 {
-		extra = append(extra, fmt.Sprintf("%d prompts exceed the context and will be recorded as context errors", p.Overflow))
+		extra = append(extra, fmt.Sprintf("%s the context and will be recorded as context errors", plural(p.Overflow, "prompt exceeds", "prompts exceed")))
 	}
 	for _, o := range p.Superseded {
 		extra = append(extra, fmt.Sprintf("not reused: %d of the missing samples are stored for this model under another arithmetic, %s (%s): the fingerprint differs, so they are generated again",
 			o.Samples, o.Fingerprint, o.Why))
 	}
-	fmt.Fprintf(w, "work: %d requests, at most %d tokens to generate, %s to prefill; time: %s\n%s",
-		p.Requests, p.TokensToGenerate, prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+	fmt.Fprintf(w, "work: %s, %s to generate, %s to prefill; time: %s\n%s",
+		plural(p.Requests, "request", "requests"), tokensText(p), prefillText(p), eta, strings.Join(append(extra, ""), "\n"))
+}
+
+// tokensText says how many tokens the plan's work is expected to generate
+// and at most (each request to its budget).
+func tokensText(p *generate.Plan) string {
+	most := plural(p.TokensToGenerate, "token", "tokens")
+	if p.Estimate.Lengths == 0 || p.Estimate.Tokens >= p.TokensToGenerate {
+		return "at most " + most
+	}
+	return fmt.Sprintf("about %s (at most %d)", plural(p.Estimate.Tokens, "token", "tokens"), p.TokensToGenerate)
+}
+
+// secondsText is a duration in seconds as a person reads it: 0.4s, 42s,
+// 3m20s, 2h05m.
+func secondsText(s float64) string {
+	switch {
+	case s < 10:
+		return fmt.Sprintf("%.1fs", s)
+	case s < 600:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 36000:
+		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
 }
 
 // prefillText says how many prompt tokens the plan's work prefills; the
@@ -791,11 +846,11 @@ func printPlan(w io.Writer, p *generate.Plan, labels map[string]string) {
 func prefillText(p *generate.Plan) string {
 	switch {
 	case p.Untokenised == 0:
-		return fmt.Sprintf("%d prompt tokens", p.PromptTokens)
+		return plural(p.PromptTokens, "prompt token", "prompt tokens")
 	case p.PromptTokens == 0:
-		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %d prompts)", p.Untokenised)
+		return fmt.Sprintf("an unknown number of prompt tokens (the server tokenises the %s)", plural(p.Untokenised, "prompt", "prompts"))
 	}
-	return fmt.Sprintf("%d prompt tokens and the %d prompts the server tokenises", p.PromptTokens, p.Untokenised)
+	return fmt.Sprintf("%s and the %s the server tokenises", plural(p.PromptTokens, "prompt token", "prompt tokens"), plural(p.Untokenised, "prompt", "prompts"))
 }
 
 // supersededNote is " under its fingerprint FP, only under another
@@ -843,7 +898,7 @@ func plannedCommand(use, short string, readOnly bool, do func(ctx context.Contex
 			return do(ctx, f, s, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitPlan)
 	return cmd
 }
 
@@ -912,7 +967,7 @@ func newRescoreCmd() *cobra.Command {
 			return rescoreCommand(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd, "", nil)
+	f.register(cmd, "", nil, omitStored)
 	return cmd
 }
 

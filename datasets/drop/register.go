@@ -106,16 +106,30 @@ func isLog(path string) bool {
 
 // logRows reads an lm-evaluation-harness DROP sample log: each doc is a
 // Hugging Face EleutherAI/drop row, and the logged prompt is kept verbatim.
+// A document logged once per filter is one sample. A samples file tally
+// wrote (--output-path) has its template rows as docs, with no "answer":
+// the gold answers and metadata are the ones tally wrote beside each line.
 func logRows(path string) (datasets.Rows, error) {
 	recs, err := lmevallog.ReadFile(path)
 	if err != nil {
 		return datasets.Rows{}, err
 	}
+	recs = lmevallog.OnePerDoc(recs)
 	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs)), Meta: make([]map[string]string, len(recs))}
 	for i, r := range recs {
 		var row map[string]any
 		if err := json.Unmarshal(r.Doc, &row); err != nil {
 			return datasets.Rows{}, fmt.Errorf("%s line %d: field \"doc\": %w", path, r.Line, err)
+		}
+		if own, ok := r.Own(); ok && row["answer"] == nil && len(own.References) > 0 {
+			row[datasets.VerbatimPrompt] = r.Prompt
+			out.Rows[i], out.Refs[i] = row, own.References
+			if len(own.Metadata) > 0 {
+				if err := json.Unmarshal(own.Metadata, &out.Meta[i]); err != nil {
+					return datasets.Rows{}, fmt.Errorf("%s line %d: tally's metadata: %w", path, r.Line, err)
+				}
+			}
+			continue
 		}
 		answers, err := scoredrop.Answers(r.Doc)
 		if err != nil {

@@ -50,21 +50,33 @@ func TestFlagError(t *testing.T) {
 		{"--seed=1", "--set fewshot_seed=N"},
 		{"--include_path=d", "--tasks path/to/task.yaml"},
 		{"--use_cache=d", "--store PATH"},
-		{"--no_such_thing", "unknown flag: --no_such_thing"},
+		{"--no_such_thing", "unknown flag --no_such_thing for `tally run`"},
 	} {
-		err := FlagError("tally run", fs.Parse([]string{tc.arg}))
+		err := FlagError("tally run", fs, fs.Parse([]string{tc.arg}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", tc.arg, err, tc.want)
 		}
 	}
+	// A value a flag cannot take is one line in tally's words (issue 34:
+	// --limit 0.1 was strconv.ParseInt's error).
+	for _, tc := range []struct{ arg, want string }{
+		{"--concurrency=x", "--concurrency x: want a whole number"},
+		{"--fewshot=99999999999999999999", "--fewshot 99999999999999999999: out of range"},
+		{"--chat=maybe", "--chat maybe: want true or false"},
+	} {
+		err := FlagError("tally run", fs, fs.Parse([]string{tc.arg}))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.arg, err, tc.want)
+		}
+	}
 	ls := pflag.NewFlagSet("ls", pflag.ContinueOnError)
 	ls.SetNormalizeFunc(Normalize)
-	err := FlagError("tally ls", ls.Parse([]string{"--output_path", "x"}))
+	err := FlagError("tally ls", ls, ls.Parse([]string{"--output_path", "x"}))
 	if err == nil || !strings.Contains(err.Error(), "tally's --output-path, which `tally ls` does not take") {
 		t.Errorf("--output_path on ls: %v", err)
 	}
 	plain := errors.New("other")
-	if FlagError("tally", plain) != plain {
+	if FlagError("tally", nil, plain) != plain {
 		t.Error("an error that is not about an unknown flag changed")
 	}
 }
@@ -96,6 +108,12 @@ func TestApplyModelArgs(t *testing.T) {
 		{"flag disagrees", []string{"--model", "local-completions", "--base-url", "http://a/v1", "--model_args", "model=x,base_url=http://b/v1"}, nil,
 			"--base-url is http://a/v1: give it once"},
 		{"bad pair", []string{"--model", "hf", "--model_args", "pretrained"}, nil, "want KEY=VALUE"},
+		// Issue 34 item 3: a backend tally lacks is refused, naming the
+		// forms --model takes, with or without --model_args.
+		{"vllm", []string{"--model", "vllm", "--model_args", "pretrained=demo"}, nil,
+			"--model vllm is lm-eval's model type for a backend tally does not have (a model a vLLM, SGLang or llama.cpp server serves is --model openai:NAME"},
+		{"sglang alone", []string{"--model", "sglang"}, nil, "imported:NAME"},
+		{"vllm forms", []string{"--model", "vllm", "--model_args", "pretrained=demo"}, nil, ModelForms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flagSet(t, tc.args...)
@@ -127,5 +145,97 @@ func TestModelTypeThatIsADirectory(t *testing.T) {
 	}
 	if err := ApplyModelArgs(flagSet(t, "--model", "vllm")); err != nil {
 		t.Fatalf("--model vllm with ./vllm present: %v", err)
+	}
+}
+
+// TestFlagErrorSuggests is item 3 of issue 34: an unknown flag gets "did
+// you mean" with the nearest of the command's flags (--task: --tasks), as a
+// mistyped command gets "did you mean run"; a name near none says so
+// without a guess.
+func TestFlagErrorSuggests(t *testing.T) {
+	fs := flagSet(t)
+	fs.StringSlice("tasks", nil, "")
+	fs.Int("max-tokens", 0, "")
+	fs.String("store", "", "")
+	fs.Duration("lease", 0, "")
+	fs.MarkHidden("lease")
+	for _, tc := range []struct{ arg, want string }{
+		{"--task", "did you mean --tasks?"},
+		{"--taskss", "did you mean --tasks?"},
+		{"--max_token", "did you mean --max-tokens?"},
+		{"--devices", "did you mean --device?"},
+		{"--stor", "did you mean --store?"},
+		{"--leas", "unknown flag --leas for `tally run` (`tally run --help` lists its flags)"},
+		{"--zzzzzzzz", "unknown flag --zzzzzzzz for `tally run` (`tally run --help` lists its flags)"},
+	} {
+		err := FlagError("tally run", fs, fs.Parse([]string{tc.arg}))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tc.arg, err, tc.want)
+		}
+	}
+}
+
+// TestLimit is item 3 of issue 34: --limit reads as lm-eval reads it
+// (lm_eval/evaluator_utils.py get_sample_size): below 1 a fraction of each
+// task's samples, math.ceil(len(docs) * limit); from 1 a number, int(limit).
+func TestLimit(t *testing.T) {
+	for _, tc := range []struct {
+		arg   string
+		total int
+		want  int
+		rule  string
+	}{
+		{"10", 40, 10, ""},
+		{"100", 40, 40, ""},
+		{"0.1", 40, 4, "--limit 0.1: 4 of the 40 samples (lm-eval's rule for a limit below 1: ceil(40 × 0.1))"},
+		{"0.1", 9536, 954, "ceil(9536 × 0.1)"},
+		{"0.07", 100, 8, ""}, // Python's 100 * 0.07 is 7.000000000000001: ceil gives 8
+		{"0.5", 3, 2, ""},
+		{"0.001", 40, 1, ""},
+		{"2.5", 40, 2, "lm-eval's int(2.5)"},
+		{"1.0", 40, 1, ""},
+	} {
+		var l Limit
+		if err := l.Set(tc.arg); err != nil {
+			t.Errorf("%s: %v", tc.arg, err)
+			continue
+		}
+		want := tc.want
+		if got := l.Of(tc.total); got != want {
+			t.Errorf("--limit %s of %d: %d, want %d", tc.arg, tc.total, got, want)
+		}
+		if tc.rule != "" && !strings.Contains(l.Rule(tc.total), tc.rule) {
+			t.Errorf("--limit %s: rule %q, want %q in it", tc.arg, l.Rule(tc.total), tc.rule)
+		}
+		if tc.arg == "10" && l.Rule(tc.total) != "" {
+			t.Errorf("--limit 10 says %q", l.Rule(tc.total))
+		}
+	}
+	for _, bad := range []string{"0", "-1", "-0.5", "x", "NaN", "Inf", "1e300"} {
+		var l Limit
+		if err := l.Set(bad); err == nil {
+			t.Errorf("--limit %s accepted: %+v", bad, l)
+		}
+	}
+}
+
+// TestConcurrency is item 3 of issue 34: --batch_size auto (and lm-eval's
+// auto:N) is tally's own choice, 0; a number is a number.
+func TestConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want Concurrency
+		ok   bool
+	}{
+		{"auto", Concurrency{Auto: true}, true},
+		{"auto:4", Concurrency{Auto: true}, true},
+		{"8", Concurrency{N: 8}, true},
+		{"eight", Concurrency{}, false},
+	} {
+		var c Concurrency
+		err := c.Set(tc.arg)
+		if (err == nil) != tc.ok || (tc.ok && c != tc.want) {
+			t.Errorf("%s: %+v, %v", tc.arg, c, err)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Package sharedtest locates the project's read-only reference set for
-// tests: ../shared beside the repository root, holding golden fixtures
-// (tokenizers, tiny models, chat templates) and real benchmark data.
+// tests: golden fixtures (tokenizers, tiny models with the outputs Hugging
+// Face gives, chat templates rendered by jinja2) and benchmark data copied
+// from other projects, kept outside the repository. One setting names it:
+// $TALLY_REFERENCE (a relative path is taken from the repository root),
+// and without it ../shared beside the repository root.
 //
 // A clone without the reference set still tests cleanly: a test that needs
 // it is skipped with one line naming what is missing and how to get it.
@@ -20,6 +23,11 @@ import (
 	"testing"
 )
 
+// Env names the environment variable that locates the reference set: a
+// directory, absolute or relative to the repository root. Unset or empty,
+// the reference set is ../shared beside the repository root.
+const Env = "TALLY_REFERENCE"
+
 // RequireEnv names the environment variable that turns a missing
 // reference set from a skip into a failure.
 const RequireEnv = "TALLY_REQUIRE_SHARED"
@@ -27,9 +35,10 @@ const RequireEnv = "TALLY_REQUIRE_SHARED"
 // Hint says where the reference set comes from; it ends every skip line.
 const Hint = "tests that need it skip without it; see README.md, \"Tests and reference data\""
 
-// Dir returns the shared directory: ../shared next to the directory that
-// holds go.mod, found by walking up from the working directory. The test
-// is skipped when it is absent (failed under TALLY_REQUIRE_SHARED=1).
+// Dir returns the reference set's directory: $TALLY_REFERENCE, else
+// ../shared next to the directory that holds go.mod (found by walking up
+// from the working directory). The test is skipped when it is absent
+// (failed under TALLY_REQUIRE_SHARED=1).
 func Dir(tb testing.TB) string {
 	tb.Helper()
 	shared, err := locate()
@@ -67,20 +76,37 @@ func Lookup(elem ...string) (string, bool) {
 	return p, err == nil
 }
 
-// locate returns the path the reference set should have: ../shared beside
+// locate returns the path the reference set should have: $TALLY_REFERENCE
+// (relative to the module root when not absolute), else ../shared beside
 // the module root.
 func locate() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	if v := os.Getenv(Env); v != "" {
+		if filepath.IsAbs(v) {
+			return filepath.Clean(v), nil
+		}
+		return filepath.Join(root, v), nil
+	}
+	return filepath.Join(filepath.Dir(root), "shared"), nil
+}
+
+// moduleRoot is the directory holding go.mod, found by walking up from the
+// working directory.
+func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("locating ../shared: %w", err)
+		return "", fmt.Errorf("locating the reference set: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(dir), "shared"), nil
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("locating ../shared: go.mod not found above the test directory")
+			return "", errors.New("locating the reference set: go.mod not found above the test directory")
 		}
 		dir = parent
 	}
@@ -100,7 +126,8 @@ func missing(tb testing.TB, shared string) {
 // Message is the one line a test prints when the reference set at shared
 // is absent.
 func Message(shared string) string {
-	return fmt.Sprintf("needs the reference set ../shared (fixtures and benchmark data beside the checkout), missing: %s; %s", shared, Hint)
+	return fmt.Sprintf("needs the reference set (fixtures and benchmark data outside the repository; $%s, default ../shared beside the checkout), missing: %s; %s",
+		Env, shared, Hint)
 }
 
 // ReadLines calls fn with each line of a file (gunzipped when it ends in

@@ -61,6 +61,7 @@ func TestMissingSharedSkips(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(filepath.Join(repo, "pkg"))
+	t.Setenv(Env, "")
 
 	t.Setenv(RequireEnv, "")
 	for name, fn := range map[string]func(testing.TB){
@@ -102,11 +103,58 @@ func TestLookup(t *testing.T) {
 	os.MkdirAll(filepath.Join(repo, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module tally\n"), 0o644)
 	t.Chdir(filepath.Join(repo, "pkg"))
+	t.Setenv(Env, "")
 	if p, ok := Lookup("data", "drop"); ok || p != filepath.Join(root, "shared", "data", "drop") {
 		t.Errorf("Lookup without ../shared: %q %v", p, ok)
 	}
 	os.MkdirAll(filepath.Join(root, "shared", "data", "drop"), 0o755)
 	if _, ok := Lookup("data", "drop"); !ok {
 		t.Error("Lookup with ../shared/data/drop: not found")
+	}
+}
+
+// TestReferenceEnv is item 2 of issue 34: the reference set is found
+// through one setting, $TALLY_REFERENCE (absolute, or relative to the
+// repository root), and ../shared beside the repository only when it is
+// unset; the skip line names the setting.
+func TestReferenceEnv(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "tally")
+	ref := filepath.Join(root, "elsewhere", "reference")
+	for _, d := range []string{filepath.Join(repo, "pkg"), filepath.Join(ref, "data", "drop"), filepath.Join(repo, "ref", "data")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module tally\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(repo, "pkg"))
+	t.Setenv(RequireEnv, "")
+	for _, tc := range []struct {
+		env, want string
+	}{
+		{ref, ref},
+		{"ref", filepath.Join(repo, "ref")},
+		{"", filepath.Join(root, "shared")},
+	} {
+		t.Setenv(Env, tc.env)
+		r := call(t, func(tb testing.TB) {
+			if got := Dir(tb); got != tc.want {
+				t.Errorf("%s=%q: Dir = %s, want %s", Env, tc.env, got, tc.want)
+			}
+		})
+		switch {
+		case tc.env == "" && r.ended != "skip":
+			t.Errorf("%s unset and no ../shared: ended %q, want a skip", Env, r.ended)
+		case tc.env == "" && !strings.Contains(r.msg, Env):
+			t.Errorf("skip line %q does not name %s", r.msg, Env)
+		case tc.env != "" && r.ended != "":
+			t.Errorf("%s=%q: ended %q (%s)", Env, tc.env, r.ended, r.msg)
+		}
+	}
+	t.Setenv(Env, ref)
+	if p, ok := Lookup("data", "drop"); !ok || p != filepath.Join(ref, "data", "drop") {
+		t.Errorf("Lookup under %s=%s: %q %v", Env, ref, p, ok)
 	}
 }

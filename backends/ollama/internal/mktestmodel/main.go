@@ -1,83 +1,82 @@
-// Command mktestmodel writes a tiny Hugging Face model directory that
-// Ollama's safetensors converter accepts: the llama-tiny fixture's
-// config.json and model.safetensors, a 512-entry byte-level BPE
-// tokenizer.json trained on a built-in corpus, a tokenizer_config.json
-// naming <|endoftext|> as BOS/EOS (BOS not added), and a
-// generation_config.json with that EOS id, so Ollama and the native
-// backend stop on the same token.
+// Command mktestmodel writes the model scripts/ollama-server.sh serves:
+// tally's embedded demo model (backends/gomlx.DemoFiles) as a Hugging Face
+// model directory that Ollama's safetensors converter accepts. The weights
+// and the vocabulary are the demo model's; the tokenizer's pre-tokenizer
+// split becomes Qwen2's, which Ollama's converter recognises (it names it
+// "qwen2" in the GGUF file, and llama.cpp then splits prompts exactly as
+// the native tokenizer does; the demo's own GPT-2 split is not recognised,
+// and llama.cpp's fallback splits numbers and punctuation otherwise). A
+// tokenizer_config.json names <|endoftext|> as BOS and EOS (BOS not
+// added), and a generation_config.json gives that EOS id, so Ollama and
+// the native backend stop on the same token.
 //
-// Usage: go run ./backends/ollama/internal/mktestmodel -src ../shared/fixtures/models/llama-tiny -out DIR
+// Usage: go run ./backends/ollama/internal/mktestmodel -out DIR
+//
+// It needs nothing outside the repository; every failure is one line on
+// stderr and exit status 1.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"tally/backends/gomlx"
 	"tally/backends/tokenizer"
 )
 
 func main() {
-	src := flag.String("src", "../shared/fixtures/models/llama-tiny", "fixture model directory (config.json, model.safetensors)")
 	out := flag.String("out", "", "directory to write (created if missing)")
 	flag.Parse()
-	if *out == "" {
-		fmt.Fprintln(os.Stderr, "mktestmodel: -out is required")
+	if *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "mktestmodel: usage: mktestmodel -out DIR")
 		os.Exit(2)
 	}
-	if err := write(*src, *out); err != nil {
+	if err := write(gomlx.DemoFiles(), *out); err != nil {
 		fmt.Fprintln(os.Stderr, "mktestmodel:", err)
 		os.Exit(1)
 	}
 }
 
-// vocabSize matches config.json's vocab_size; it counts <|endoftext|>.
-const vocabSize = 512
+// endOfText is the demo tokenizer's one added token, its EOS.
+const endOfText = "<|endoftext|>"
 
-func write(src, out string) error {
+// write writes the model directory of the demo model files src into out.
+func write(src fs.FS, out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", out, err)
 	}
 	for _, name := range []string{"config.json", "model.safetensors"} {
-		if err := copyFile(filepath.Join(src, name), filepath.Join(out, name)); err != nil {
-			return err
+		b, err := fs.ReadFile(src, name)
+		if err != nil {
+			return fmt.Errorf("demo model: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
-	tok, err := tokenizer.TrainByteLevel(corpus(), vocabSize)
+	raw, err := fs.ReadFile(src, "tokenizer.json")
 	if err != nil {
-		return fmt.Errorf("train tokenizer: %w", err)
+		return fmt.Errorf("demo model: %w", err)
 	}
-	var check struct {
-		Model struct {
-			Vocab map[string]int `json:"vocab"`
-		} `json:"model"`
-		AddedTokens []struct {
-			ID int `json:"id"`
-		} `json:"added_tokens"`
+	tok, eos, err := qwen2Split(raw)
+	if err != nil {
+		return fmt.Errorf("demo model's tokenizer.json: %w", err)
 	}
-	if err := json.Unmarshal(tok, &check); err != nil {
-		return fmt.Errorf("read back tokenizer.json: %w", err)
-	}
-	if n := len(check.Model.Vocab) + len(check.AddedTokens); n != vocabSize {
-		return fmt.Errorf("tokenizer has %d entries, want %d (corpus too small for the merges)", n, vocabSize)
-	}
-	eos := check.AddedTokens[0].ID
 	files := map[string]any{
+		"tokenizer.json": tok,
 		"tokenizer_config.json": map[string]any{
-			"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+			"bos_token": endOfText, "eos_token": endOfText,
 			"add_bos_token": false, "add_eos_token": false,
-			"model_max_length": 4096, "tokenizer_class": "Qwen2Tokenizer",
+			"model_max_length": 1024, "tokenizer_class": "Qwen2Tokenizer",
 		},
 		"generation_config.json": map[string]any{
 			"do_sample": false, "eos_token_id": eos, "max_new_tokens": 64,
 		},
-	}
-	if err := os.WriteFile(filepath.Join(out, "tokenizer.json"), tok, 0o644); err != nil {
-		return fmt.Errorf("write tokenizer.json: %w", err)
 	}
 	for name, v := range files {
 		b, err := json.MarshalIndent(v, "", "  ")
@@ -91,53 +90,33 @@ func write(src, out string) error {
 	return nil
 }
 
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", from, err)
+// qwen2Split returns the tokenizer.json raw with its pre-tokenizer's Split
+// pattern set to Qwen2's, and the id of its end-of-text token.
+func qwen2Split(raw []byte) (map[string]any, int, error) {
+	pattern, _ := tokenizer.PatternFor("qwen2")
+	var tok map[string]any
+	if err := json.Unmarshal(raw, &tok); err != nil {
+		return nil, 0, err
 	}
-	defer in.Close()
-	o, err := os.Create(to)
-	if err != nil {
-		return fmt.Errorf("copy to %s: %w", to, err)
-	}
-	if _, err := io.Copy(o, in); err != nil {
-		o.Close()
-		return fmt.Errorf("copy %s to %s: %w", from, to, err)
-	}
-	if err := o.Close(); err != nil {
-		return fmt.Errorf("copy to %s: %w", to, err)
-	}
-	return nil
-}
-
-// corpus is varied English-like text with enough repeated pairs for 255
-// merges.
-func corpus() string {
-	subjects := []string{"the harness", "a small model", "every request", "the server", "our benchmark", "this test", "the scheduler", "a long document"}
-	verbs := []string{"reads", "writes", "counts", "streams", "scores", "checks", "retries", "measures"}
-	objects := []string{"the tokens", "each answer", "forty-two numbers", "the context window", "a stop sequence", "the question", "every sample", "the final score"}
-	tails := []string{"before noon.", "in order.", "with care.", "again and again.", "on the CPU.", "for 12 seconds.", "without errors.", "as expected."}
-	var b strings.Builder
-	for i := 0; i < 600; i++ {
-		fmt.Fprintf(&b, "%s %s %s %s", subjects[i%8], verbs[(i/8)%8], objects[(i*3+i/64)%8], tails[(i*5+i/8)%8])
-		if i%7 == 6 {
-			fmt.Fprintf(&b, "\nQuestion %d: what is %d plus %d?\nAnswer: %d\n", i, i%97, i%13, i%97+i%13)
-		} else {
-			b.WriteByte(' ')
+	pre, _ := tok["pre_tokenizer"].(map[string]any)
+	steps, _ := pre["pretokenizers"].([]any)
+	split := false
+	for _, s := range steps {
+		if m, ok := s.(map[string]any); ok && m["type"] == "Split" {
+			m["pattern"] = map[string]any{"Regex": pattern}
+			split = true
 		}
 	}
-	words := strings.Fields(`alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima
-	mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu
-	january february march april may june july august september october november december
-	monday tuesday wednesday thursday friday saturday sunday morning evening afternoon night
-	mountain river forest valley desert island ocean glacier volcano meadow canyon harbour
-	quickly slowly brightly quietly loudly gently firmly rarely always never sometimes often`)
-	for i := 0; i < 3; i++ {
-		for j, w := range words {
-			fmt.Fprintf(&b, "%s %s, ", w, words[(j*7+i)%len(words)])
-		}
-		b.WriteString("\n")
+	if !split {
+		return nil, 0, errors.New("no Split pre-tokenizer")
 	}
-	return b.String()
+	added, _ := tok["added_tokens"].([]any)
+	for _, a := range added {
+		if m, ok := a.(map[string]any); ok && m["content"] == endOfText {
+			if id, ok := m["id"].(float64); ok {
+				return tok, int(id), nil
+			}
+		}
+	}
+	return nil, 0, fmt.Errorf("no %s token", endOfText)
 }

@@ -12,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/ollama/ollama/api"
 
 	"tally/backends/gomlx"
+	"tally/backends/tokenizer"
 )
 
 // ollamaBlob returns the path of the GGUF blob of an Ollama model in
@@ -133,13 +135,22 @@ func TestGGUF(t *testing.T) {
 		t.Cleanup(func() { client.Delete(context.Background(), &api.DeleteRequest{Model: name}) })
 		return ollamaBlob(t, name)
 	}
-	// A model whose rows are whole 256-value blocks, for the K-quants.
-	wide := writeWideModel(t, dir)
+	// A model whose rows are whole 256-value blocks, for the K-quants, with
+	// a tokenizer of its own: its prompts are the same texts, in its ids.
+	wide := writeWideModel(t)
 	wref, err := gomlx.Open(ctx, wide, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wref.Close()
+	var widePrompts [][]int
+	for _, s := range texts {
+		ids, err := wref.Tokenizer().Encode(s, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		widePrompts = append(widePrompts, ids)
+	}
 	files := map[string]string{}
 	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
 		data, err := os.ReadFile(filepath.Join(wide, f))
@@ -202,9 +213,9 @@ func TestGGUF(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			cos, rel, flips := compareLogits(t, wref, g, prompts)
+			cos, rel, flips := compareLogits(t, wref, g, widePrompts)
 			t.Logf("%s GGUF vs F32 safetensors: min cosine %.5f, max |diff| %.2g of the largest logit, %d of %d argmax differ",
-				tc.quant, cos, rel, flips, len(prompts))
+				tc.quant, cos, rel, flips, len(widePrompts))
 			if cos < tc.cos {
 				t.Errorf("%s GGUF logits: min cosine %.5f, want ≥ %.3f", tc.quant, cos, tc.cos)
 			}
@@ -213,17 +224,40 @@ func TestGGUF(t *testing.T) {
 }
 
 // writeWideModel writes a random Llama (hidden 256, MLP 512, 2 layers,
-// 4 heads of 64, 2 key/value heads) with the tokenizer files of dir, and
-// returns its directory.
-func writeWideModel(t *testing.T, dir string) string {
+// 4 heads of 64, 2 key/value heads) with a 512-entry byte-level BPE
+// tokenizer trained on wideCorpus (Qwen2's split, which Ollama's converter
+// recognises; <|endoftext|> its BOS and EOS, BOS not added), and returns
+// its directory. The served test model is the demo model, whose
+// vocabulary does not fill the 512 rows.
+func writeWideModel(t *testing.T) string {
 	t.Helper()
 	out := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
-		data, err := os.ReadFile(filepath.Join(dir, f))
+	tok, err := tokenizer.TrainByteLevel(wideCorpus(), 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var check struct {
+		AddedTokens []struct {
+			ID int `json:"id"`
+		} `json:"added_tokens"`
+	}
+	if err := json.Unmarshal(tok, &check); err != nil || len(check.AddedTokens) == 0 {
+		t.Fatalf("trained tokenizer: %v", err)
+	}
+	files := map[string][]byte{"tokenizer.json": tok}
+	for name, v := range map[string]any{
+		"tokenizer_config.json": map[string]any{"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+			"add_bos_token": false, "add_eos_token": false, "model_max_length": 4096, "tokenizer_class": "Qwen2Tokenizer"},
+		"generation_config.json": map[string]any{"do_sample": false, "eos_token_id": check.AddedTokens[0].ID, "max_new_tokens": 64},
+	} {
+		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(out, f), data, 0o644); err != nil {
+		files[name] = b
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,4 +319,35 @@ func writeWideModel(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// wideCorpus is varied English-like text with enough repeated pairs for
+// the 511 entries of the wide model's tokenizer.
+func wideCorpus() string {
+	subjects := []string{"the harness", "a small model", "every request", "the server", "our benchmark", "this test", "the scheduler", "a long document"}
+	verbs := []string{"reads", "writes", "counts", "streams", "scores", "checks", "retries", "measures"}
+	objects := []string{"the tokens", "each answer", "forty-two numbers", "the context window", "a stop sequence", "the question", "every sample", "the final score"}
+	tails := []string{"before noon.", "in order.", "with care.", "again and again.", "on the CPU.", "for 12 seconds.", "without errors.", "as expected."}
+	var b strings.Builder
+	for i := 0; i < 600; i++ {
+		fmt.Fprintf(&b, "%s %s %s %s", subjects[i%8], verbs[(i/8)%8], objects[(i*3+i/64)%8], tails[(i*5+i/8)%8])
+		if i%7 == 6 {
+			fmt.Fprintf(&b, "\nQuestion %d: what is %d plus %d?\nAnswer: %d\n", i, i%97, i%13, i%97+i%13)
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	words := strings.Fields(`alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima
+	mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu
+	january february march april may june july august september october november december
+	monday tuesday wednesday thursday friday saturday sunday morning evening afternoon night
+	mountain river forest valley desert island ocean glacier volcano meadow canyon harbour
+	quickly slowly brightly quietly loudly gently firmly rarely always never sometimes often`)
+	for i := 0; i < 3; i++ {
+		for j, w := range words {
+			fmt.Fprintf(&b, "%s %s, ", w, words[(j*7+i)%len(words)])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
