@@ -1,7 +1,9 @@
 // Package fsguard vets the files a command reads from a folder it was
-// given (tally import): regular files only, never a FIFO, a device or a
-// socket (opening or reading one can block for good or never end), and no
-// symbolic link that leads out of the folder unless the caller allows it.
+// given (tally import), or that a file it was given names (a task file's
+// includes, a model folder's files): regular files only, never a FIFO, a
+// device, a socket or a file of /proc or /sys (opening or reading one can
+// block for good or never end), and no symbolic link that leads out of
+// the folder unless the caller allows it; sizes bounded before reading.
 package fsguard
 
 import (
@@ -23,13 +25,19 @@ func Check(root, path string, followOut bool) error {
 		return err
 	}
 	if li.Mode()&fs.ModeSymlink == 0 {
-		return regular(path, li.Mode())
+		if err := regular(path, li.Mode()); err != nil {
+			return err
+		}
+		return notPseudo(path)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("%s: a symbolic link to nothing readable: %w", path, err)
 	}
 	if err := regular(path, fi.Mode()); err != nil {
+		return err
+	}
+	if err := notPseudo(path); err != nil {
 		return err
 	}
 	if root == "" || followOut {
