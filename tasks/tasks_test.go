@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"tally/internal/sharedtest"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -187,6 +189,36 @@ func TestBadConfig(t *testing.T) {
 		os.WriteFile(p, []byte(tc.body), 0o644)
 		if _, err := Resolve(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %d: error %v, want %q", i, err, tc.want)
+		}
+	}
+}
+
+// TestTaskFileNotRegular (issue 37, item 1): --tasks naming a FIFO or a
+// link to /dev/zero is refused before it is opened (it hung, or grew
+// without bound), for tally's task files and lm-eval's alike.
+func TestTaskFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.yaml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "named pipe", zero: "is a device"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ResolveAll(path, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ResolveAll(%s): %v, want %q", filepath.Base(path), err, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("ResolveAll(%s) still running after a minute", filepath.Base(path))
 		}
 	}
 }

@@ -86,7 +86,7 @@ type Task struct {
 // "fewshot" is num_fewshot, and "fewshot_seed" sets the sampler's seed,
 // lm-eval's --seed's fourth value).
 func Load(path string, set map[string]string) (*Task, error) {
-	raw, err := loadYAMLFile(path, map[string]bool{})
+	raw, err := loadTaskFile(path)
 	if err != nil {
 		return nil, err
 	}
