@@ -1,7 +1,10 @@
 package lmeval
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tally/datasets"
+	"tally/internal/pyre"
 )
 
 // hostileBytes is what one hostile case may allocate in all (issue 37:
@@ -192,5 +198,48 @@ func TestReadTaskFile(t *testing.T) {
 	bounded(t, hostileBytes, func() { _, err = ReadTaskFile(filepath.Join(dir, "fifo.yaml")) })
 	if err == nil || !strings.Contains(err.Error(), "named pipe") {
 		t.Errorf("ReadTaskFile(FIFO): %v", err)
+	}
+}
+
+// TestFilterBudget (issue 37, item 2): a catastrophic pattern in a regex
+// filter or in regexes_to_ignore, against a few thousand characters of
+// output, fails the sample's scoring with pyre.ErrTooComplex naming the
+// filter and the pattern, within one budget the sample's regexes share
+// (about 0.1 s of steps; a search spent 10 s before). The sample is then
+// stored as unscorable with that reason. A pattern that finishes scores
+// as before.
+func TestFilterBudget(t *testing.T) {
+	dir := t.TempDir()
+	filter := base + "filter_list:\n  - name: strict\n    filter:\n      - function: regex\n        regex_pattern: '(a+)+$'\n      - function: take_first\n"
+	ignore := base + "metric_list:\n  - metric: exact_match\n    regexes_to_ignore: ['((a|aa)+)+$']\n"
+	hostile := strings.Repeat("a", 3000) + "!"
+	tests := []struct {
+		name, body, pred, err string
+		want                  map[string]float64
+	}{
+		{"filter", filter, hostile, "filter strict: regular expression search exceeded its step budget", nil},
+		{"regexes_to_ignore", ignore, hostile, "exact_match,none: regular expression search exceeded its step budget", nil},
+		{"filter that finishes", filter, "aaa", "", map[string]float64{"exact_match,strict": 0}},
+		{"regexes_to_ignore that finishes", ignore, "42aa", "", map[string]float64{"exact_match,none": 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			task, err := Load(writeTask(t, dir, "t.yaml", tc.body), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := datasets.Sample{Task: "t", ID: "0", References: json.RawMessage(`"42"`)}
+			var got map[string]float64
+			bounded(t, hostileBytes, func() { got, err = task.Scorer()(tc.pred, s) })
+			if tc.err == "" {
+				if err != nil || !maps.Equal(got, tc.want) {
+					t.Fatalf("scores %v, %v; want %v", got, err, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, pyre.ErrTooComplex) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("scores %v, error %v; want pyre.ErrTooComplex, %q", got, err, tc.err)
+			}
+		})
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"tally/datasets"
 	"tally/internal/pyliteral"
 	"tally/internal/pyrandom"
+	"tally/internal/pyre"
 	"tally/internal/pystr"
 )
 
@@ -618,7 +619,11 @@ func withoutDoc(pool []*Map, doc *Map) []*Map {
 
 // scoreVersion names the revision of Score's behaviour; it enters the
 // scoring spec, so a change recomputes stored scores.
-const scoreVersion = "1"
+//
+// 2: a sample's regexes (filters, regexes_to_ignore) share a budget of
+// pyre.MaxSteps and pyre.StepsPerRune a code point; past it the sample
+// is unscorable, where a search could spend 50,000,000 steps before.
+const scoreVersion = "2"
 
 // ScoringSpec is what decides how a prediction is scored: the filters and
 // the metrics with their options (whether targets are lists is in each
@@ -677,14 +682,18 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		if err != nil {
 			return nil, fmt.Errorf("references of %s: %w", s.ID, err)
 		}
+		// Every regex that scores the sample (filters, regexes_to_ignore)
+		// shares one budget of steps, sized by the text it may search.
+		runes := utf8.RuneCountInString(pred)*len(t.c.filters) + utf8.RuneCountInString(string(s.References))
+		b := pyre.NewBudget(runes)
 		out := map[string]float64{}
 		for _, f := range t.c.filters {
-			res, err := f.apply(pred)
+			res, err := f.apply(pred, b)
 			if err != nil {
 				return nil, err
 			}
 			for _, m := range t.c.metrics {
-				v, err := m.score(res, gold, multipleTarget)
+				v, err := m.score(res, gold, multipleTarget, b)
 				if err != nil {
 					return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
 				}
@@ -698,7 +707,7 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 // score is process_results's exact_match for generate_until: the filtered
 // response against doc_to_target, as a list of answers (1 when any
 // matches) when the task's targets are lists, else cast to a string.
-func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
+func (m *metricConfig) score(res, gold any, multi bool, b *pyre.Budget) (float64, error) {
 	isList := false
 	var pred string
 	switch r := res.(type) {
@@ -744,7 +753,7 @@ func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
 		for i := range preds {
 			preds[i] = pred
 		}
-		v, err := m.em.Score(preds, refs)
+		v, err := m.em.ScoreIn(preds, refs, b)
 		if err != nil {
 			return 0, err
 		}
@@ -766,5 +775,5 @@ func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
 	if isList && m.em.ComparesLists() {
 		return 0, nil
 	}
-	return m.em.Score([]string{pred}, []string{ref})
+	return m.em.ScoreIn([]string{pred}, []string{ref}, b)
 }
