@@ -38,7 +38,7 @@ import (
 // IsGGUF reports whether path is a regular file that starts with the GGUF
 // magic (Ollama's blobs have no extension).
 func IsGGUF(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // a FIFO is refused, never waited on
 	if err != nil {
 		return false
 	}
@@ -94,7 +94,7 @@ func OllamaModelBlob(path string) (blob string, ok bool, err error) {
 
 // openGGUF loads the model of one GGUF file.
 func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -107,10 +107,10 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	tokPath := filepath.Join(filepath.Dir(path), "tokenizer.json")
-	_, statErr := os.Stat(tokPath)
+	_, statErr := os.Lstat(tokPath)
 	m, err := assemble(ctx, cfg, w, opts, func() (StreamTokenizer, error) {
 		if statErr == nil {
-			return loadTokenizer(tokPath)
+			return loadTokenizer(ModelFolder(filepath.Dir(path), opts.FollowSymlinks), tokPath)
 		}
 		return ggufTokenizer(path, kv)
 	})
@@ -138,7 +138,7 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 // under their Hugging Face names; WeightIndex.Read widens them to float32
 // (query and key rows in Hugging Face's order).
 func ReadGGUF(path string) (Config, *WeightIndex, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -413,4 +415,53 @@ func FuzzByteLevelPre(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadBounds (issue 37, item 3): a tokenizer.json that is a FIFO, a
+// link to /dev/zero, larger than MaxFileSize, or a gzip file that expands
+// past it is refused, each before more than the bound is read.
+func TestLoadBounds(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644))
+	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero.json")))
+	f, err := os.Create(filepath.Join(dir, "large.json"))
+	must(err)
+	must(f.Truncate(MaxFileSize + 1)) // sparse: no room taken
+	must(f.Close())
+	g, err := os.Create(filepath.Join(dir, "bomb.json.gz"))
+	must(err)
+	zw, _ := gzip.NewWriterLevel(g, gzip.BestSpeed)
+	zero := make([]byte, 1<<20)
+	for range MaxFileSize>>20 + 1 {
+		_, err := zw.Write(zero)
+		must(err)
+	}
+	must(zw.Close())
+	must(g.Close())
+	for name, want := range map[string]string{
+		"fifo.json":    "named pipe (FIFO): refused",
+		"zero.json":    "is a device: refused",
+		"large.json":   "more than the 128 MiB tally reads",
+		"bomb.json.gz": "more than 128 MiB uncompressed",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(filepath.Join(dir, name))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%s): %v, want %q", name, err, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Load(%s) still running after a minute", name)
+		}
+	}
 }

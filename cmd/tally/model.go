@@ -93,7 +93,8 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 	if o.memory > 0 && server {
 		return nil, fmt.Errorf("--device-memory applies to the native backend: %s manages its own memory", spec)
 	}
-	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr}
+	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr,
+		FollowSymlinks: os.Getenv(gomlx.FollowSymlinksEnv) == "1"}
 	switch {
 	case spec == "demo":
 		if chat {
@@ -160,7 +161,7 @@ func nativeChatTemplate(m *gomlx.Model, spec string) (*chattemplate.Template, er
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := chattemplate.Load(dir)
+	tmpl, err := chattemplate.LoadIn(gomlx.ModelFolder(dir, os.Getenv(gomlx.FollowSymlinksEnv) == "1"), dir)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}

@@ -20,6 +20,12 @@ import (
 // anywhere, but to a regular file. Otherwise the error says what path is
 // and why it is refused.
 func Check(root, path string, followOut bool) error {
+	return check(root, path, followOut, "")
+}
+
+// check is Check, hint saying how to allow a link out of root ("": pass
+// --follow-symlinks, as tally import takes it).
+func check(root, path string, followOut bool, hint string) error {
 	li, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -52,7 +58,10 @@ func Check(root, path string, followOut bool) error {
 		return err
 	}
 	if !inside {
-		return fmt.Errorf("%s is a symbolic link to %s, outside %s: refused (pass --follow-symlinks to read it)", path, target, root)
+		if hint == "" {
+			hint = "pass --follow-symlinks to read it"
+		}
+		return fmt.Errorf("%s is a symbolic link to %s, outside %s: refused (%s)", path, target, root, hint)
 	}
 	return nil
 }

@@ -17,7 +17,11 @@ var ErrTooLarge = errors.New("larger than tally reads")
 // (max < 0: any size). The open itself never waits for a writer, so a
 // FIFO swapped in at the last moment is refused rather than hung on.
 func Open(root, path string, followOut bool, max int64) (*os.File, error) {
-	if err := Check(root, path, followOut); err != nil {
+	return open(root, path, followOut, "", max)
+}
+
+func open(root, path string, followOut bool, hint string, max int64) (*os.File, error) {
+	if err := check(root, path, followOut, hint); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
@@ -45,7 +49,11 @@ func Open(root, path string, followOut bool, max int64) (*os.File, error) {
 // more than max bytes before reading it (and one that grows past max
 // while it is read).
 func ReadFile(root, path string, followOut bool, max int64) ([]byte, error) {
-	f, err := Open(root, path, followOut, max)
+	return readFile(root, path, followOut, "", max)
+}
+
+func readFile(root, path string, followOut bool, hint string, max int64) ([]byte, error) {
+	f, err := open(root, path, followOut, hint, max)
 	if err != nil {
 		return nil, err
 	}
@@ -101,4 +109,31 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%d %s", int64(f), suffix)
 	}
 	return fmt.Sprintf("%.1f %s", f, suffix)
+}
+
+// Folder is a folder a user named (a model's), whose files are read
+// under Check's rules: regular files only, and no symbolic link that
+// leads out of Root unless FollowOut. The zero Folder reads any regular
+// file, through links that lead anywhere (a file named on its own).
+type Folder struct {
+	// Root is the folder links may lead into ("": anywhere).
+	Root string
+	// FollowOut allows links that lead out of Root.
+	FollowOut bool
+	// Hint says, in the error for a link out of Root, how to allow it
+	// ("": pass --follow-symlinks).
+	Hint string
+}
+
+// Check is Check(f.Root, path, f.FollowOut), with f's hint.
+func (f Folder) Check(path string) error { return check(f.Root, path, f.FollowOut, f.Hint) }
+
+// Open is Open(f.Root, path, f.FollowOut, max), with f's hint.
+func (f Folder) Open(path string, max int64) (*os.File, error) {
+	return open(f.Root, path, f.FollowOut, f.Hint, max)
+}
+
+// ReadFile is ReadFile(f.Root, path, f.FollowOut, max), with f's hint.
+func (f Folder) ReadFile(path string, max int64) ([]byte, error) {
+	return readFile(f.Root, path, f.FollowOut, f.Hint, max)
 }

@@ -1,0 +1,197 @@
+package gomlx
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tally/backends/tokenizer"
+)
+
+// hostileBytes is what one hostile case may allocate in all (issue 37:
+// each case under 200 MB).
+const hostileBytes = 200 << 20
+
+// bounded runs f, failing the test when it allocates more than
+// hostileBytes or has not returned after a minute (a FIFO hung the old
+// code for good: the test fails rather than hangs).
+func bounded(t *testing.T, f func()) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("still running after a minute")
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > hostileBytes {
+		t.Errorf("allocated %d MB, more than the %d MB a hostile case may", got>>20, hostileBytes>>20)
+	}
+}
+
+// demoFolder writes the embedded demo model's files (config.json,
+// model.safetensors, tokenizer.json) to a new folder.
+func demoFolder(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
+		data, err := demoFiles.ReadFile("demomodel/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHostileModelFolder (issue 37, item 3): a model folder's files are
+// regular files, read within bounds: tokenizer.json as a link to
+// /dev/zero grew without bound (8 GB in 66 s), a FIFO hung for good;
+// links out of the folder are refused unless asked for, while the
+// Hugging Face cache's own links (snapshots/REV/* into blobs/) load.
+func TestHostileModelFolder(t *testing.T) {
+	outside := t.TempDir()
+	demoFolder(t, outside)
+	tests := []struct {
+		name   string
+		mutate func(t *testing.T, dir string)
+		follow bool
+		err    string // "" when the model loads
+	}{
+		{"tokenizer.json a link to /dev/zero", func(t *testing.T, dir string) { relink(t, "/dev/zero", dir, "tokenizer.json") }, false, "is a device: refused"},
+		{"tokenizer.json a link to /dev/zero, links followed", func(t *testing.T, dir string) { relink(t, "/dev/zero", dir, "tokenizer.json") }, true, "is a device: refused"},
+		{"tokenizer.json a FIFO", func(t *testing.T, dir string) { fifo(t, dir, "tokenizer.json") }, false, "named pipe (FIFO): refused"},
+		{"config.json a FIFO", func(t *testing.T, dir string) { fifo(t, dir, "config.json") }, false, "named pipe (FIFO): refused"},
+		{"config.json a link to /proc", func(t *testing.T, dir string) { relink(t, "/proc/self/status", dir, "config.json") }, true, "a file of /proc"},
+		{"model.safetensors a link to /dev/zero", func(t *testing.T, dir string) { relink(t, "/dev/zero", dir, "model.safetensors") }, false, "is a device: refused"},
+		{"model.safetensors a FIFO", func(t *testing.T, dir string) { fifo(t, dir, "model.safetensors") }, false, "named pipe (FIFO): refused"},
+		{"tokenizer.json past its bound", func(t *testing.T, dir string) { sparse(t, dir, "tokenizer.json", tokenizer.MaxFileSize+1) }, false, "more than the 128 MiB tally reads"},
+		{"config.json past its bound", func(t *testing.T, dir string) { sparse(t, dir, "config.json", maxModelJSON+1) }, false, "more than the 64 MiB tally reads"},
+		{"weights linked from outside", func(t *testing.T, dir string) {
+			relink(t, filepath.Join(outside, "model.safetensors"), dir, "model.safetensors")
+		}, false, "model.safetensors is a symbolic link to " + filepath.Join(outside, "model.safetensors")},
+		{"tokenizer linked from outside", func(t *testing.T, dir string) {
+			relink(t, filepath.Join(outside, "tokenizer.json"), dir, "tokenizer.json")
+		}, false, "set TALLY_FOLLOW_SYMLINKS=1 to read it"},
+		{"links from outside, followed as asked", func(t *testing.T, dir string) {
+			relink(t, filepath.Join(outside, "model.safetensors"), dir, "model.safetensors")
+			relink(t, filepath.Join(outside, "tokenizer.json"), dir, "tokenizer.json")
+		}, true, ""},
+		{"links inside the folder", func(t *testing.T, dir string) {
+			os.Mkdir(filepath.Join(dir, "files"), 0o755)
+			for _, f := range []string{"model.safetensors", "tokenizer.json"} {
+				os.Rename(filepath.Join(dir, f), filepath.Join(dir, "files", f))
+				relink(t, filepath.Join("files", f), dir, f)
+			}
+		}, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "model")
+			demoFolder(t, dir)
+			tc.mutate(t, dir)
+			var m *Model
+			var err error
+			bounded(t, func() {
+				m, err = Open(context.Background(), dir, Options{FingerprintCache: "-", FollowSymlinks: tc.follow})
+			})
+			if m != nil {
+				m.Close()
+			}
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Open: %v, want one line holding %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestHostileModelPath: a model path that is a FIFO (as a GGUF file or an
+// Ollama blob would be named) is refused before it is opened.
+func TestHostileModelPath(t *testing.T) {
+	dir := t.TempDir()
+	fifo(t, dir, "model.gguf")
+	var err error
+	bounded(t, func() {
+		_, err = Open(context.Background(), filepath.Join(dir, "model.gguf"), Options{FingerprintCache: "-"})
+	})
+	if err == nil || !strings.Contains(err.Error(), "named pipe (FIFO): refused") {
+		t.Fatalf("Open(FIFO): %v", err)
+	}
+}
+
+// TestHubCacheLinks: a model in the Hugging Face cache, whose snapshot's
+// files are links into the repository's blobs/ (the cache's own layout),
+// loads without TALLY_FOLLOW_SYMLINKS; a link from the snapshot to a file
+// outside the repository folder does not.
+func TestHubCacheLinks(t *testing.T) {
+	hf := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", filepath.Join(hf, "hub"))
+	repo := filepath.Join(hf, "hub", "models--acme--demo")
+	snap := filepath.Join(repo, "snapshots", "rev1")
+	blobs := filepath.Join(repo, "blobs")
+	demoFolder(t, blobs)
+	if err := os.MkdirAll(snap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
+		relink(t, filepath.Join("..", "..", "blobs", f), snap, f)
+	}
+	m, err := Open(context.Background(), "acme/demo", Options{FingerprintCache: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	outside := t.TempDir()
+	demoFolder(t, outside)
+	relink(t, filepath.Join(outside, "tokenizer.json"), snap, "tokenizer.json")
+	if _, err := Open(context.Background(), "acme/demo", Options{FingerprintCache: "-"}); err == nil || !strings.Contains(err.Error(), "outside "+repo) {
+		t.Fatalf("a link out of the repository folder: %v", err)
+	}
+}
+
+func relink(t *testing.T, target, dir, name string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	os.Remove(p)
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fifo(t *testing.T, dir, name string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sparse makes name a file of size bytes that takes no room on disk.
+func sparse(t *testing.T, dir, name string, size int64) {
+	t.Helper()
+	if err := os.Truncate(filepath.Join(dir, name), size); err != nil {
+		t.Fatal(err)
+	}
+}
