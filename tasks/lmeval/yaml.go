@@ -85,7 +85,11 @@ func parseYAMLIn(data []byte, name string, b *loadBudget) (any, map[string]int, 
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
 		}
-		return nil, nil, &yamlError{name: name, line: line, msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLine.FindStringSubmatch(msg); m != nil && strings.HasPrefix(msg, m[0]+": ") {
+			msg = strings.TrimPrefix(msg, m[0]+": ")
+		}
+		return nil, nil, &yamlError{name: name, line: line, msg: "not valid YAML: " + msg}
 	}
 	if doc.Kind == 0 {
 		return nil, nil, nil
@@ -334,9 +338,11 @@ func ReadTaskFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// includeKeys are the keys an included file may have: a task's, a
-// group's, and include.
-func includeKey(k string) bool { return taskFields[k] || groupFields[k] || k == "include" }
+// includeKey tells the keys an included file may have: a task's, a
+// group's, include, and class (a Python task's).
+func includeKey(k string) bool {
+	return taskFields[k] || groupFields[k] || k == "include" || k == "class"
+}
 
 func (l *taskLoad) file(path string, included bool) (*Map, error) {
 	abs, err := filepath.Abs(path)
