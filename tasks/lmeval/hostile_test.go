@@ -201,6 +201,78 @@ func TestReadTaskFile(t *testing.T) {
 	}
 }
 
+// TestJinjaHostile (issue 37, item 2): task-file templates that crashed
+// tally (a recursive macro overflowed the goroutine's stack; 'x' * -1
+// panicked), exhausted memory (range(10**9), a string doubled in a loop)
+// or never ended (nested loops of 100,000; 100,000 nested blocks took
+// 11 s to compile) are refused when compiled or fail their render with an
+// error naming the bound (errBound), within the bytes a hostile case may
+// take: the guard (guard.go) bounds them from outside the engine.
+func TestJinjaHostile(t *testing.T) {
+	nested := func(open, close string, n int) string {
+		return strings.Repeat(open, n) + "q" + strings.Repeat(close, n)
+	}
+	tests := []struct{ name, src, err, want string }{
+		{"recursive macro", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "{% macro %} is not supported", ""},
+		{"call block", "{% call f() %}x{% endcall %}", "{% call %} is not supported", ""},
+		{"recursive loop", "{% for x in [q] recursive %}{{ loop([]) }}{% endfor %}", "recursive loops are not supported", ""},
+		{"range(10**9)", "{% for i in range(10**9) %}{{ i }}{% endfor %}", "range of more than 100000 numbers", ""},
+		{"range past int64", "{{ range(-9223372036854775807, 9223372036854775807, 3)|length }}", "range of more than", ""},
+		{"nested loops of 100,000", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "steps", ""},
+		{"string doubled in a loop", "{% set ns = namespace(s=q) %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "past tally's template bounds", ""},
+		{"string doubled by +", "{% set ns = namespace(s=q) %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}", "past tally's template bounds", ""},
+		{"list doubled in a loop", "{% set ns = namespace(l=[q]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}", "past tally's template bounds", ""},
+		{"string times a trillion", "{{ q * 1000000000000 }}", "more than 16777216 bytes", ""},
+		{"string times a negative", "[{{ q * -1 }}]", "", "[]"},
+		{"replace of the empty string", "{{ (q * 100000)|replace('', q * 100000) }}", "more than 16777216 bytes", ""},
+		{"str.replace of the empty string", "{{ (q * 100000).replace('', q * 100000) }}", "more than 16777216 bytes", ""},
+		{"str.format", "{{ '{0}'.format(q) }}", "method format is not supported", ""},
+		{"indent", "{{ q|indent(1000000) }}", "filter indent is not supported", ""},
+		{"join of shared strings", "{% set s = q * 1000000 %}{% set ns = namespace(l=[s]) %}{% for i in range(10) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|join(',') }}", "past tally's template bounds", ""},
+		{"a namespace that holds itself", "{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns }}", "nested more than 64 deep", ""},
+		{"list.append", "{% set l = [] %}{{ l.append(l) }}", "method append is not supported", ""},
+		{"shared lists printed", "{% set a = range(1000)|list %}{% set b = [a,a,a,a,a,a,a,a,a,a] %}{% set c = [b,b,b,b,b,b,b,b,b,b] %}{% set d = [c,c,c,c,c,c,c,c,c,c] %}{{ d }}", "past tally's template bounds", ""},
+		{"shared lists compared in a loop", "{% set a = range(1000)|list %}{% set b = [a,a,a,a,a,a,a,a,a,a] %}{% for i in range(100000) %}{% if b == b %}{% endif %}{% endfor %}", "steps", ""},
+		{"output of 100 MB", "{% for i in range(1000) %}{{ q * 100000 }}{% endfor %}", "wrote more than 16777216 bytes", ""},
+		{"text of 100 MB", "{% for i in range(100000) %}" + strings.Repeat("x", 1000) + "{% endfor %}", "past tally's template bounds", ""},
+		{"slice far out of range", "{{ [1,2,3,4,5,6,7,8,9,10][-1000000000000000000::2]|length }}", "", "5"},
+		{"string slice far out of range", "{{ 'héllo'[-1000000000000000000:1000000000000000000:2] }}", "", "hlo"},
+		{"split into millions", "{{ ((q ~ ',') * 4000000).split(',')|length }}", "past tally's template bounds", ""},
+		{"list of a long string", "{{ (q * 8000000)|list|length }}", "list of more than 1048576 values", ""},
+		{"loop over a long string", "{% for c in q * 8000000 %}{% endfor %}", "a loop over a string of more than", ""},
+		{"blocks nested 100,000 deep", strings.Repeat("{% if q %}", 100000) + strings.Repeat("{% endif %}", 100000), "blocks nested more than 64 deep", ""},
+		{"parentheses nested 100,000 deep", "{{ " + nested("(", ")", 100000) + " }}", "past tally's template bounds", ""},
+		{"not 1,000 times", "{{ " + strings.Repeat("not ", 1000) + "q }}", "nested more than 64 deep", ""},
+		{"a chain of 1,000 comparisons", "{{ q" + strings.Repeat(" == q", 1000) + " }}", "a chain of more than", ""},
+		{"a chain of 1,000 concatenations", "{{ q" + strings.Repeat(" ~ q", 1000) + " }}", "", strings.Repeat("x", 1001)},
+		{"an ordinary template", "{% for c in choices %}{{ loop.index }}. {{ c.strip() + '!' }}\n{% endfor %}{{ 'ABCD'[1:3] ~ q|upper }}", "", "1. red!\n2. green!\nBCX"},
+	}
+	doc := NewMap()
+	doc.Set("q", "x")
+	doc.Set("choices", []any{" red", "green "})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out string
+			var err error
+			bounded(t, hostileBytes, func() {
+				var tm *template
+				if tm, err = compileTemplate(tc.src); err == nil {
+					out, err = tm.render(doc)
+				}
+			})
+			if tc.err == "" {
+				if err != nil || out != tc.want {
+					t.Fatalf("got %.60q, %v; want %.60q", out, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("got %.60q, %v; want an error holding %q", out, err, tc.err)
+			}
+		})
+	}
+}
+
 // TestFilterBudget (issue 37, item 2): a catastrophic pattern in a regex
 // filter or in regexes_to_ignore, against a few thousand characters of
 // output, fails the sample's scoring with pyre.ErrTooComplex naming the
