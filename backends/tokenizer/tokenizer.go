@@ -474,6 +474,7 @@ func startsWithWord(s string) bool {
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	text = validString(text)
 	sc := scratchPool.Get().(*scratch)
+	sc.err = nil
 	defer scratchPool.Put(sc)
 	raw := t.findAdded(text, t.first, true, sc.list())
 	defer sc.release(raw)
@@ -500,6 +501,10 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 			}
 			if t.pre != nil {
 				words = t.pre.split(pieces[i:i+1], words[:0], sc)
+				if err := sc.err; err != nil {
+					sc.err = nil
+					return nil, fmt.Errorf("encode: pre-tokenize: %w", err)
+				}
 			} else {
 				words = append(words[:0], q)
 			}

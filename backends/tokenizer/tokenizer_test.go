@@ -465,3 +465,35 @@ func TestLoadBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestCatastrophicRegex (issue 37, item 3): a tokenizer.json whose Split
+// pre-tokenizer (or Replace normalizer) is a catastrophic regex hung
+// every encoding, and so run and plan, for good; its first search past
+// MatchTimeout fails the encoding with that reason, and every later
+// encoding fails at once.
+func TestCatastrophicRegex(t *testing.T) {
+	for _, tc := range []struct{ name, old, new string }{
+		{"Split", `"pre_tokenizer": null`, `"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": false}`},
+		{"Replace", `{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}`, `{"type": "Replace", "pattern": {"Regex": "(a|aa)+$"}, "content": "b"}`},
+	} {
+		tok, err := FromJSON([]byte(strings.Replace(tinyJSON, tc.old, tc.new, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i := range 3 {
+			done := make(chan error, 1)
+			go func() {
+				_, err := tok.Encode(strings.Repeat("a", 5000)+"!", false)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "catastrophic backtracking") {
+					t.Errorf("%s, encoding %d: %v, want the search bound", tc.name, i, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%s: an encoding still running after a minute", tc.name)
+			}
+		}
+	}
+}
