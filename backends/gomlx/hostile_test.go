@@ -1,10 +1,15 @@
 package gomlx
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,5 +198,102 @@ func sparse(t *testing.T, dir, name string, size int64) {
 	t.Helper()
 	if err := os.Truncate(filepath.Join(dir, name), size); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ggufTensor is one tensor info of a GGUF file written by rawGGUF.
+type ggufTensor struct {
+	name   string
+	dims   []uint64
+	kind   uint32
+	offset uint64
+}
+
+// rawGGUF writes a GGUF v3 file: the metadata (uint32, uint64 or string
+// values), the tensor infos as given, padding to align, then dataLen
+// zero bytes of tensor data.
+func rawGGUF(t *testing.T, path string, kv map[string]any, ts []ggufTensor, align, dataLen int) {
+	t.Helper()
+	var b bytes.Buffer
+	le := binary.LittleEndian
+	str := func(s string) {
+		binary.Write(&b, le, uint64(len(s)))
+		b.WriteString(s)
+	}
+	b.WriteString("GGUF")
+	binary.Write(&b, le, uint32(3))
+	binary.Write(&b, le, uint64(len(ts)))
+	binary.Write(&b, le, uint64(len(kv)))
+	keys := slices.Sorted(maps.Keys(kv))
+	for _, k := range keys {
+		str(k)
+		switch v := kv[k].(type) {
+		case uint32:
+			binary.Write(&b, le, uint32(4))
+			binary.Write(&b, le, v)
+		case uint64:
+			binary.Write(&b, le, uint32(10))
+			binary.Write(&b, le, v)
+		case string:
+			binary.Write(&b, le, uint32(8))
+			str(v)
+		}
+	}
+	for _, tn := range ts {
+		str(tn.name)
+		binary.Write(&b, le, uint32(len(tn.dims)))
+		for _, d := range tn.dims {
+			binary.Write(&b, le, d)
+		}
+		binary.Write(&b, le, tn.kind)
+		binary.Write(&b, le, tn.offset)
+	}
+	for b.Len()%align != 0 {
+		b.WriteByte(0)
+	}
+	b.Write(make([]byte, dataLen))
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGGUFLayout (issue 37, item 3): a GGUF file's tensor offsets and
+// alignment are checked before any tensor is read: an offset of 2^64-1,
+// an unaligned, overlapping or duplicated tensor, general.alignment 3 —
+// each loaded garbage weights and ran with exit 0.
+func TestGGUFLayout(t *testing.T) {
+	f32 := func(name string, n, offset uint64) ggufTensor { return ggufTensor{name, []uint64{n}, 0, offset} }
+	arch := map[string]any{"general.architecture": "llama"}
+	with := func(k string, v any) map[string]any { return map[string]any{"general.architecture": "llama", k: v} }
+	tests := []struct {
+		name    string
+		kv      map[string]any
+		ts      []ggufTensor
+		align   int
+		dataLen int
+		err     string
+	}{
+		{"offset 2^64-1", arch, []ggufTensor{f32("a", 16, math.MaxUint64)}, 32, 64, "is not a multiple of the alignment"},
+		{"offset 2^64-32", arch, []ggufTensor{f32("a", 16, math.MaxUint64&^31)}, 32, 64, "past the 64 bytes of tensor data"},
+		{"offset past the end", arch, []ggufTensor{f32("a", 16, 64)}, 32, 64, "past the 64 bytes of tensor data"},
+		{"unaligned", arch, []ggufTensor{f32("a", 4, 0), f32("b", 4, 20)}, 32, 64, "offset 20 is not a multiple of the alignment 32"},
+		{"overlapping", arch, []ggufTensor{f32("a", 16, 0), f32("b", 16, 32)}, 32, 128, "tensors a and b overlap"},
+		{"duplicated", arch, []ggufTensor{f32("a", 4, 0), f32("a", 4, 32)}, 32, 64, "tensor a appears twice"},
+		{"alignment 3", with("general.alignment", uint32(3)), []ggufTensor{f32("a", 4, 0)}, 3, 64, "general.alignment 3 is not a power of two"},
+		{"alignment 0", with("general.alignment", uint32(0)), []ggufTensor{f32("a", 4, 0)}, 1, 64, "malformed header"},
+		{"alignment as uint64", with("general.alignment", uint64(64)), []ggufTensor{f32("a", 4, 0)}, 32, 64, "want a uint32"},
+		{"shape that overflows", arch, []ggufTensor{{"a", []uint64{1 << 32, 1 << 32, 1 << 32}, 0, 0}}, 32, 64, "overflows"},
+		{"a sound layout", arch, []ggufTensor{f32("a", 16, 0), f32("b", 4, 64)}, 32, 96, "metadata llama.embedding_length is missing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			rawGGUF(t, path, tc.kv, tc.ts, tc.align, tc.dataLen)
+			var err error
+			bounded(t, func() { _, _, err = ReadGGUF(path) })
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("ReadGGUF: %v, want an error holding %q", err, tc.err)
+			}
+		})
 	}
 }
