@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/backends"
 	"tally/backends/tokenizer"
 )
 
@@ -296,4 +297,99 @@ func TestGGUFLayout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nanWeights overwrites, in the demo model written to dir, the given
+// tensor's bytes (all of them, or the row of one token for the
+// embedding) with 0xFF: NaN in F32, F16 and BF16 alike.
+func nanWeights(t *testing.T, dir, tensor string, row int) {
+	t.Helper()
+	path := filepath.Join(dir, "model.safetensors")
+	infos, err := ReadSafetensorsHeader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		if tensor != "" && info.Name != tensor {
+			continue
+		}
+		start, end := info.Offset, info.Offset+info.Length
+		if row >= 0 {
+			rowLen := info.Length / int64(info.Shape[0])
+			start, end = info.Offset+int64(row)*rowLen, info.Offset+int64(row+1)*rowLen
+		}
+		for i := start; i < end; i++ {
+			data[i] = 0xFF
+		}
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNonFiniteLogits (issue 37, item 3): a model whose logits are not
+// finite fails the request with that reason, where it took a token from
+// NaN and stored empty outputs as successes; at the first token (the
+// prefill's logits) or later (a decode step's), and only the request
+// whose logits they are: its batch's others generate what they generate
+// alone.
+func TestNonFiniteLogits(t *testing.T) {
+	ctx := context.Background()
+	open := func(t *testing.T, mutate func(dir string)) *Model {
+		dir := filepath.Join(t.TempDir(), "model")
+		demoFolder(t, dir)
+		mutate(dir)
+		m, err := Open(ctx, dir, Options{FingerprintCache: "-", MaxBatch: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	req := func(i int, ids ...int) backends.Request {
+		return backends.Request{Index: i, PromptIDs: ids, MaxTokens: 6}
+	}
+	failed := func(t *testing.T, ev backends.Event, afterTokens int, ids []int) {
+		t.Helper()
+		if ev.Finish != backends.FinishError || ev.Err == nil || !strings.Contains(ev.Err.Error(), "logits are not finite") {
+			t.Errorf("request %d: finish %q, %v; want an error of non-finite logits", ev.Index, ev.Finish, ev.Err)
+		}
+		if len(ids) != afterTokens {
+			t.Errorf("request %d: %d tokens before the failure, want %d", ev.Index, len(ids), afterTokens)
+		}
+	}
+
+	t.Run("all weights NaN", func(t *testing.T) {
+		m := open(t, func(dir string) { nanWeights(t, dir, "", -1) })
+		ids, final := collect(t, m, []backends.Request{req(0, 5, 6, 7), req(1, 8, 9), req(2, 10)}, nil)
+		for i := range 3 {
+			failed(t, final[i], 0, ids[i])
+		}
+	})
+
+	healthy := open(t, func(string) {})
+	alone, _ := collect(t, healthy, []backends.Request{req(0, 5, 6, 7)}, nil)
+	if len(alone[0]) < 2 {
+		t.Fatalf("the healthy model generated %v", alone[0])
+	}
+
+	t.Run("one token's embedding NaN, in a prompt", func(t *testing.T) {
+		m := open(t, func(dir string) { nanWeights(t, dir, "model.embed_tokens.weight", 9) })
+		ids, final := collect(t, m, []backends.Request{req(0, 5, 6, 7), req(1, 8, 9)}, nil)
+		failed(t, final[1], 0, ids[1])
+		if !slices.Equal(ids[0], alone[0]) || final[0].Err != nil {
+			t.Errorf("the other request of the batch: %v, %v; alone %v", ids[0], final[0].Err, alone[0])
+		}
+	})
+
+	t.Run("the generated token's embedding NaN", func(t *testing.T) {
+		first := alone[0][0]
+		m := open(t, func(dir string) { nanWeights(t, dir, "model.embed_tokens.weight", first) })
+		ids, final := collect(t, m, []backends.Request{req(0, 5, 6, 7)}, nil)
+		failed(t, final[0], 1, ids[0])
+	})
 }
