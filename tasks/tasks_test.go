@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"tally/internal/sharedtest"
@@ -371,5 +372,23 @@ func TestLoadAll(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "drop-first") {
 			t.Fatalf("error %v, want drop-first's", err)
 		}
+	}
+}
+
+// TestLMEvalPastBounds: an lm-eval task file past the load's bounds (its
+// aliases expand past 16 MiB) is told an lm-eval task file, and refused
+// as one, not read as a tally task file.
+func TestLMEvalPastBounds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("task: t\ntest_split: test\ndoc_to_text: q\ndoc_to_target: a\nmetadata:\n  a0: &a0 \"" + strings.Repeat("x", 1000) + "\"\n")
+	for i := 1; i <= 5; i++ {
+		b.WriteString("  a" + strconv.Itoa(i) + ": &a" + strconv.Itoa(i) + " [" + strings.TrimSuffix(strings.Repeat("*a"+strconv.Itoa(i-1)+", ", 10), ", ") + "]\n")
+	}
+	p := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResolveAll(p, nil); err == nil || !strings.Contains(err.Error(), "expand to more than 16 MiB") {
+		t.Errorf("ResolveAll: %v", err)
 	}
 }

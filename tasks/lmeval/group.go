@@ -79,13 +79,8 @@ func buildIndex(dir string) (*index, error) {
 
 // IsGroupFile reports whether a YAML document is an lm-eval group file.
 func IsGroupFile(data []byte) bool {
-	v, err := parseYAML(data, "")
-	m, ok := v.(*Map)
-	if err != nil || !ok {
-		return false
-	}
-	_, g := m.Get("group")
-	return g
+	keys, ok := topKeys(data)
+	return ok && keys["group"]
 }
 
 // LoadGroup reads an lm-eval group file and returns its tasks, as

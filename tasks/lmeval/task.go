@@ -60,16 +60,12 @@ var lmevalKeys = []string{"include", "dataset_path", "doc_to_text", "doc_to_targ
 // IsTaskFile reports whether a YAML document is an lm-eval task (or
 // group) file rather than a tally task file.
 func IsTaskFile(data []byte) bool {
-	v, err := parseYAML(data, "")
-	m, ok := v.(*Map)
-	if err != nil || !ok {
-		return false
-	}
-	if _, tally := m.Get("loader"); tally {
+	keys, ok := topKeys(data)
+	if !ok || keys["loader"] {
 		return false
 	}
 	for _, k := range lmevalKeys {
-		if _, ok := m.Get(k); ok {
+		if keys[k] {
 			return true
 		}
 	}

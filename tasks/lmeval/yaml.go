@@ -327,6 +327,25 @@ func loadTaskFile(path string) (*Map, error) {
 	return l.file(path, false)
 }
 
+// topKeys are the keys of a YAML mapping document, read without
+// expanding its aliases (a file past the load's bounds is still told an
+// lm-eval task file, and refused as one when it is loaded); ok is false
+// for a document that is not a mapping.
+func topKeys(data []byte) (keys map[string]bool, ok bool) {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, false
+	}
+	top := doc.Content[0].Content
+	keys = make(map[string]bool, len(top)/2)
+	for i := 0; i+1 < len(top); i += 2 {
+		if top[i].Kind == yaml.ScalarNode {
+			keys[top[i].Value] = true
+		}
+	}
+	return keys, true
+}
+
 // ReadTaskFile reads a task file (lm-eval's or tally's) as a load reads
 // it: a regular file of at most 1 MiB, refused before it is opened
 // otherwise.
