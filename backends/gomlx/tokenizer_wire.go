@@ -59,7 +59,7 @@ func WrapTokenizer(t *tokenizer.Tokenizer) StreamTokenizer { return hfTokenizer{
 func loadTokenizer(folder fsguard.Folder, path string) (StreamTokenizer, error) {
 	t, err := tokenizer.LoadIn(folder, path)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+		return nil, err // it names the file
 	}
 	return hfTokenizer{t}, nil
 }
