@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -123,9 +122,9 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 	var data []byte
 	var dir string
 	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
-		b, err := os.ReadFile(spec)
+		b, err := lmeval.ReadTaskFile(spec)
 		if err != nil {
-			return nil, fmt.Errorf("read task %s: %w", spec, err)
+			return nil, err
 		}
 		data, dir = b, filepath.Dir(spec)
 		if lmeval.IsGroupFile(data) {
@@ -168,7 +167,7 @@ func ResolveWith(spec string, set map[string]string) (*Config, error) {
 // under its folder); any other spec gives its one config.
 func ResolveAll(spec string, set map[string]string) ([]*Config, error) {
 	if strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml") {
-		if b, err := os.ReadFile(spec); err == nil && lmeval.IsGroupFile(b) {
+		if b, err := lmeval.ReadTaskFile(spec); err == nil && lmeval.IsGroupFile(b) {
 			ts, err := lmeval.LoadGroup(spec, set)
 			if err != nil {
 				return nil, err

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"tally/internal/sharedtest"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -191,6 +194,36 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestTaskFileNotRegular (issue 37, item 1): --tasks naming a FIFO or a
+// link to /dev/zero is refused before it is opened (it hung, or grew
+// without bound), for tally's task files and lm-eval's alike.
+func TestTaskFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.yaml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "named pipe", zero: "is a device"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ResolveAll(path, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ResolveAll(%s): %v, want %q", filepath.Base(path), err, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("ResolveAll(%s) still running after a minute", filepath.Base(path))
+		}
+	}
+}
+
 // TestSetKeepsOtherFields is finding 1 of issue 11: --set max_tokens=24 on
 // the demo task rewrote the YAML through a map and lost the nl stop "\n".
 func TestSetKeepsOtherFields(t *testing.T) {
@@ -339,5 +372,23 @@ func TestLoadAll(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "drop-first") {
 			t.Fatalf("error %v, want drop-first's", err)
 		}
+	}
+}
+
+// TestLMEvalPastBounds: an lm-eval task file past the load's bounds (its
+// aliases expand past 16 MiB) is told an lm-eval task file, and refused
+// as one, not read as a tally task file.
+func TestLMEvalPastBounds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("task: t\ntest_split: test\ndoc_to_text: q\ndoc_to_target: a\nmetadata:\n  a0: &a0 \"" + strings.Repeat("x", 1000) + "\"\n")
+	for i := 1; i <= 5; i++ {
+		b.WriteString("  a" + strconv.Itoa(i) + ": &a" + strconv.Itoa(i) + " [" + strings.TrimSuffix(strings.Repeat("*a"+strconv.Itoa(i-1)+", ", 10), ", ") + "]\n")
+	}
+	p := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResolveAll(p, nil); err == nil || !strings.Contains(err.Error(), "expand to more than 16 MiB") {
+		t.Errorf("ResolveAll: %v", err)
 	}
 }

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"tally/internal/fsguard"
 )
 
 // Message is one chat turn.
@@ -58,21 +60,31 @@ func New(source, bos, eos string) (*Template, error) {
 	return &Template{tmpl: t, source: source, BOS: bos, EOS: eos}, nil
 }
 
+// MaxFileSize bounds tokenizer_config.json and chat_template.jinja,
+// checked before they are read.
+const MaxFileSize = 64 << 20
+
 // Load reads the chat template of a model directory (its
 // tokenizer_config.json) or of a tokenizer_config.json path. A directory
 // with a chat_template.jinja file (newer transformers) uses that file.
-func Load(path string) (*Template, error) {
+// Each is a regular file (a link to one may lead anywhere) of at most
+// MaxFileSize bytes.
+func Load(path string) (*Template, error) { return LoadIn(fsguard.Folder{}, path) }
+
+// LoadIn is Load reading the files as folder allows (a model folder's: no
+// link that leads out of it unless it says so).
+func LoadIn(folder fsguard.Folder, path string) (*Template, error) {
 	cfgPath := path
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		cfgPath = filepath.Join(path, "tokenizer_config.json")
 	}
-	data, err := os.ReadFile(cfgPath)
+	data, err := folder.ReadFile(cfgPath, MaxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read chat template: %w", err)
 	}
 	t, err := Parse(data)
 	if errors.Is(err, ErrNoTemplate) {
-		if src, rerr := os.ReadFile(filepath.Join(filepath.Dir(cfgPath), "chat_template.jinja")); rerr == nil {
+		if src, rerr := folder.ReadFile(filepath.Join(filepath.Dir(cfgPath), "chat_template.jinja"), MaxFileSize); rerr == nil {
 			var cfg config
 			json.Unmarshal(data, &cfg)
 			return New(string(src), tokenText(cfg.BOS), tokenText(cfg.EOS))

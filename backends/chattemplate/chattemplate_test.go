@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"tally/internal/fsguard"
 	"tally/internal/sharedtest"
 )
 
@@ -139,5 +142,44 @@ func TestPrompterSystems(t *testing.T) {
 	}
 	if got := (Prompter{}).Messages("hi"); !slices.Equal(got, []Message{{"user", "hi"}}) {
 		t.Errorf("no systems: %v", got)
+	}
+}
+
+// TestLoadNotRegular (issue 37, item 3): a model folder's
+// tokenizer_config.json that is a FIFO or a link to /dev/zero is refused
+// before it is opened, and a link out of the folder unless asked for.
+func TestLoadNotRegular(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "tokenizer_config.json")
+	if err := os.WriteFile(outside, []byte(`{"chat_template": "{{ messages[0].content }}"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		make   func(p string) error
+		follow bool
+		err    string
+	}{
+		{"FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }, false, "named pipe (FIFO): refused"},
+		{"/dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, true, "is a device: refused"},
+		{"a link out", func(p string) error { return os.Symlink(outside, p) }, false, "outside"},
+		{"a link out, followed", func(p string) error { return os.Symlink(outside, p) }, true, ""},
+	} {
+		dir := t.TempDir()
+		if err := tc.make(filepath.Join(dir, "tokenizer_config.json")); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := LoadIn(fsguard.Folder{Root: dir, FollowOut: tc.follow}, dir)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: still loading after a minute", tc.name)
+		}
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"tally/internal/fsguard"
 )
 
 // Config is the architecture of a decoder-only transformer, read from a
@@ -384,9 +385,15 @@ type rawGenConfig struct {
 }
 
 // LoadConfig reads dir/config.json and, when present, dir/generation_config.json
-// (whose eos_token_id takes precedence).
-func LoadConfig(dir string) (Config, error) {
-	return loadConfig(func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }, dir)
+// (whose eos_token_id takes precedence), as LoadConfigIn reads them from
+// ModelFolder(dir, false).
+func LoadConfig(dir string) (Config, error) { return LoadConfigIn(ModelFolder(dir, false), dir) }
+
+// LoadConfigIn is LoadConfig reading the files as folder allows (regular
+// files, links out of the folder only when it says so), each of at most
+// 64 MiB.
+func LoadConfigIn(folder fsguard.Folder, dir string) (Config, error) {
+	return loadConfig(func(name string) ([]byte, error) { return folder.ReadFile(filepath.Join(dir, name), maxModelJSON) }, dir)
 }
 
 // LoadConfigFS is LoadConfig for a model held in fsys (config.json and

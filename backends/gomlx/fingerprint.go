@@ -112,7 +112,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 func fileSHA256(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}

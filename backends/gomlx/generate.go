@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sort"
@@ -306,16 +307,30 @@ func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, p
 	return ids, nil
 }
 
-// argmax returns the first index of the largest value.
+// argmax returns the first index of the largest value; nonFinite when a
+// value is NaN or infinite (a model of NaN weights, an overflow), as the
+// decode graph gives it.
 func argmax(xs []float32) int {
 	best := 0
 	for i, x := range xs {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nonFinite
+		}
 		if x > xs[best] {
 			best = i
 		}
 	}
 	return best
 }
+
+// nonFinite is the greedy id of logits that are not all finite: the
+// request fails with errNonFinite, where it took token 0 (or whatever
+// ArgMax made of NaN) and was stored as a success.
+const nonFinite = -1
+
+// errNonFinite is the error of a request whose logits were not all
+// finite.
+var errNonFinite = errors.New("the model's logits are not finite (NaN or infinite): its weights hold NaN or Inf, or its arithmetic overflowed; no token can be chosen")
 
 // checkIDs validates token ids against the vocabulary.
 func (m *Model) checkIDs(ids []int) error {
@@ -458,6 +473,10 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	// accept takes a generated id for slot i; it reports whether the slot goes on.
 	accept := func(i, id int) bool {
 		s := slots[i]
+		if id == nonFinite {
+			finish(i, backends.FinishError, fmt.Errorf("generate: after %d tokens: %w", s.gen, errNonFinite))
+			return false
+		}
 		if slices.Contains(m.cfg.EOSTokenIDs, id) {
 			finish(i, backends.FinishEOS, nil)
 			return false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,7 @@ import (
 // IsGGUF reports whether path is a regular file that starts with the GGUF
 // magic (Ollama's blobs have no extension).
 func IsGGUF(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // a FIFO is refused, never waited on
 	if err != nil {
 		return false
 	}
@@ -94,7 +95,7 @@ func OllamaModelBlob(path string) (blob string, ok bool, err error) {
 
 // openGGUF loads the model of one GGUF file.
 func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -107,10 +108,10 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	tokPath := filepath.Join(filepath.Dir(path), "tokenizer.json")
-	_, statErr := os.Stat(tokPath)
+	_, statErr := os.Lstat(tokPath)
 	m, err := assemble(ctx, cfg, w, opts, func() (StreamTokenizer, error) {
 		if statErr == nil {
-			return loadTokenizer(tokPath)
+			return loadTokenizer(ModelFolder(filepath.Dir(path), opts.FollowSymlinks), tokPath)
 		}
 		return ggufTokenizer(path, kv)
 	})
@@ -138,7 +139,7 @@ func openGGUF(ctx context.Context, path string, opts Options) (*Model, error) {
 // under their Hugging Face names; WeightIndex.Read widens them to float32
 // (query and key rows in Hugging Face's order).
 func ReadGGUF(path string) (Config, *WeightIndex, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -164,6 +165,13 @@ func readGGUF(f *os.File, path string) (kv ggml.KV, cfg Config, w *WeightIndex, 
 	}
 	g, _, err := ggml.Decode(f, -1)
 	if err != nil {
+		return nil, Config{}, nil, fmt.Errorf("read GGUF %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, Config{}, nil, fmt.Errorf("read GGUF %s: %w", path, err)
+	}
+	if err := checkGGUFTensors(g.KV(), g.Tensors(), st.Size()); err != nil {
 		return nil, Config{}, nil, fmt.Errorf("read GGUF %s: %w", path, err)
 	}
 	cfg, w, err = ggufModel(path, g.KV(), g.Tensors())
@@ -616,6 +624,78 @@ func checkGGUFLengths(f *os.File) error {
 		}
 		if _, err := r.Discard(int(dims)*8 + 4 + 8); err != nil {
 			return fmt.Errorf("tensor %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkGGUFTensors checks the layout of a GGUF file's tensor data as
+// llama.cpp's gguf_init does, before any tensor is read: general.alignment
+// (when given) a uint32 power of two; each tensor of a type tally reads,
+// its size computed without overflow, its offset a multiple of the
+// alignment, its data inside the file; no two tensors of one name, and
+// none overlapping another. (An offset of 2^64-1, an unaligned or
+// overlapping tensor, a duplicated one or an alignment of 3 loaded
+// garbage weights and ran with exit 0.)
+func checkGGUFTensors(kv ggml.KV, ts ggml.Tensors, fileSize int64) error {
+	align := uint64(32)
+	if v, ok := kv["general.alignment"]; ok {
+		a, isU32 := v.(uint32)
+		if !isU32 {
+			return fmt.Errorf("general.alignment is a %T, want a uint32", v)
+		}
+		if a == 0 || a&(a-1) != 0 {
+			return fmt.Errorf("general.alignment %d is not a power of two", a)
+		}
+		align = uint64(a)
+	}
+	if ts.Offset > uint64(fileSize) || ts.Offset%align != 0 {
+		return fmt.Errorf("tensor data at %d in a %d-byte file (alignment %d)", ts.Offset, fileSize, align)
+	}
+	dataLen := uint64(fileSize) - ts.Offset
+	type span struct {
+		name       string
+		start, end uint64
+	}
+	spans := make([]span, 0, len(ts.Items()))
+	names := map[string]bool{}
+	for _, t := range ts.Items() {
+		if names[t.Name] {
+			return fmt.Errorf("tensor %s appears twice", t.Name)
+		}
+		names[t.Name] = true
+		typ, ok := ggmlTypes[t.Kind]
+		if !ok {
+			return fmt.Errorf("tensor %s: type %s is not supported (want F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q5_K or Q6_K)", t.Name, t.Type())
+		}
+		n := uint64(1)
+		for _, d := range t.Shape {
+			hi, lo := bits.Mul64(n, d)
+			if hi != 0 {
+				return fmt.Errorf("tensor %s: shape %v overflows", t.Name, t.Shape)
+			}
+			n = lo
+		}
+		if n%uint64(typ.values) != 0 {
+			return fmt.Errorf("tensor %s: %d values, not whole blocks of %d (%s)", t.Name, n, typ.values, typ.name)
+		}
+		hi, size := bits.Mul64(n/uint64(typ.values), uint64(typ.bytes))
+		if hi != 0 || size > dataLen {
+			return fmt.Errorf("tensor %s: %d values of %s past the %d bytes of tensor data", t.Name, n, typ.name, dataLen)
+		}
+		if t.Offset%align != 0 {
+			return fmt.Errorf("tensor %s: offset %d is not a multiple of the alignment %d", t.Name, t.Offset, align)
+		}
+		if t.Offset > dataLen-size {
+			return fmt.Errorf("tensor %s: %d bytes at offset %d, past the %d bytes of tensor data", t.Name, size, t.Offset, dataLen)
+		}
+		spans = append(spans, span{t.Name, t.Offset, t.Offset + size})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].start < spans[i-1].end {
+			return fmt.Errorf("tensors %s and %s overlap (bytes %d-%d and %d-%d of the tensor data)", spans[i-1].name, spans[i].name,
+				spans[i-1].start, spans[i-1].end, spans[i].start, spans[i].end)
 		}
 	}
 	return nil

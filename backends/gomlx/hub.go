@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"tally/internal/fsguard"
 )
 
 // ErrNotModel is wrapped by the errors for a model path that is neither a
@@ -21,6 +23,9 @@ var ErrNotModel = errors.New("not a model")
 func ResolveModelDir(path string) (string, error) {
 	if st, err := os.Stat(path); err == nil {
 		if !st.IsDir() {
+			if err := fsguard.Check("", path, true); err != nil {
+				return "", fmt.Errorf("model path %s: %w", path, err)
+			}
 			return "", fmt.Errorf("model path %s: a file, but %w: not a GGUF file, and not a directory holding a Hugging Face model", path, ErrNotModel)
 		}
 		return path, nil

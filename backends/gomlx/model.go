@@ -72,6 +72,9 @@ type Options struct {
 	// meminfo is the /proc/meminfo file assemble reads (tests; "" the
 	// host's).
 	meminfo string
+	// FollowSymlinks lets a model folder's files be symbolic links that
+	// lead out of it (refused by default: see ModelFolder).
+	FollowSymlinks bool
 	// Log, when set, receives one line when the first Generate starts,
 	// naming the engine and its kernels (see Model.Kernels), e.g.
 	// "native: gomlx pure Go, AVX-512".
@@ -154,24 +157,25 @@ func Open(ctx context.Context, path string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(dir)
+	folder := ModelFolder(dir, opts.FollowSymlinks)
+	cfg, err := LoadConfigIn(folder, dir)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	w, err := OpenWeights(dir)
+	w, err := OpenWeightsIn(folder, dir)
 	if err != nil {
 		return nil, err
 	}
 	tokPath := filepath.Join(dir, "tokenizer.json")
-	_, statErr := os.Stat(tokPath)
+	_, statErr := os.Lstat(tokPath)
 	m, err := assemble(ctx, cfg, w, opts, func() (StreamTokenizer, error) {
 		if statErr != nil {
 			return nil, nil
 		}
-		return loadTokenizer(tokPath)
+		return loadTokenizer(folder, tokPath)
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"tally/internal/fsguard"
 )
 
 // maxHeaderLen bounds a safetensors JSON header (the format's own limit is 100 MB).
@@ -59,7 +61,7 @@ type rawTensorHeader struct {
 // validates every entry (dtype known, offsets inside the file, size matching
 // the shape).
 func ReadSafetensorsHeader(path string) ([]TensorInfo, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("open weights: %w", err)
 	}
@@ -131,7 +133,7 @@ func readTensorF32(info TensorInfo, r io.ReaderAt) ([]float32, error) {
 		return nil, fmt.Errorf("%s: tensor %s: unsupported dtype %s (want F32, F16 or BF16)", info.File, info.Name, info.DType)
 	}
 	if r == nil {
-		f, err := os.Open(info.File)
+		f, err := openRegular(info.File)
 		if err != nil {
 			return nil, fmt.Errorf("open weights: %w", err)
 		}
@@ -237,14 +239,22 @@ func OpenWeightsFS(fsys fs.FS, label string) (*WeightIndex, error) {
 
 // OpenWeights indexes the weights of a model directory: model.safetensors,
 // else the shards listed by model.safetensors.index.json, else every
-// *.safetensors file.
+// *.safetensors file; each read as OpenWeightsIn reads them from
+// ModelFolder(dir, false).
 func OpenWeights(dir string) (*WeightIndex, error) {
+	return OpenWeightsIn(ModelFolder(dir, false), dir)
+}
+
+// OpenWeightsIn is OpenWeights reading the files as folder allows: each
+// weight file is checked before its header is read, the index is at most
+// 64 MiB.
+func OpenWeightsIn(folder fsguard.Folder, dir string) (*WeightIndex, error) {
 	var files []string
 	single := filepath.Join(dir, "model.safetensors")
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
-	if _, err := os.Stat(single); err == nil {
+	if _, err := os.Lstat(single); err == nil {
 		files = []string{single}
-	} else if data, err := os.ReadFile(indexPath); err == nil {
+	} else if data, err := folder.ReadFile(indexPath, maxModelJSON); err == nil {
 		var idx struct {
 			WeightMap map[string]string `json:"weight_map"`
 		}
@@ -276,6 +286,9 @@ func OpenWeights(dir string) (*WeightIndex, error) {
 	}
 	w := &WeightIndex{Tensors: map[string]TensorInfo{}, Files: files}
 	for _, f := range files {
+		if err := folder.Check(f); err != nil {
+			return nil, fmt.Errorf("open weights: %w", err)
+		}
 		infos, err := ReadSafetensorsHeader(f)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"tally/backends/tokenizer"
+
+	"tally/internal/fsguard"
 )
 
 // hfTokenizer adapts tally's tokenizer.json reader to StreamTokenizer.
@@ -53,11 +55,11 @@ func (t hfTokenizer) PromptDigest(prompt string) ([32]byte, bool, error) {
 // WrapTokenizer makes a StreamTokenizer of a tokenizer.Tokenizer.
 func WrapTokenizer(t *tokenizer.Tokenizer) StreamTokenizer { return hfTokenizer{t} }
 
-// loadTokenizer reads a tokenizer.json.
-func loadTokenizer(path string) (StreamTokenizer, error) {
-	t, err := tokenizer.Load(path)
+// loadTokenizer reads a model folder's tokenizer.json as folder allows.
+func loadTokenizer(folder fsguard.Folder, path string) (StreamTokenizer, error) {
+	t, err := tokenizer.LoadIn(folder, path)
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer %s: %w", path, err)
+		return nil, err // it names the file
 	}
 	return hfTokenizer{t}, nil
 }

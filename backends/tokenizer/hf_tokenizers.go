@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	hft "github.com/daulet/tokenizers"
+
+	"tally/internal/fsguard"
 )
 
 // HFTokenizer wraps the Rust `tokenizers` library through
@@ -19,7 +21,7 @@ type HFTokenizer struct {
 // LoadHF loads a tokenizer with the Rust library; it accepts the same path
 // forms as Load.
 func LoadHF(path string) (*HFTokenizer, error) {
-	data, path, err := readTokenizerFile(path)
+	data, path, err := readTokenizerFile(fsguard.Folder{}, path)
 	if err != nil {
 		return nil, err
 	}

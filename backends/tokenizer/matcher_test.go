@@ -118,3 +118,10 @@ func containsRune(s string, r rune) bool {
 	}
 	return false
 }
+
+// regexMatches returns the byte ranges of the non-empty matches of re in
+// s, as a tokenizer.json regex is searched.
+func regexMatches(re *regexp2.Regexp, s string) [][2]int {
+	m, _ := (&boundedRegexp{re: re}).matches(s)
+	return m
+}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -86,7 +85,7 @@ func (q seqNorm) normalize(s string) (string, error) {
 // a regular expression.
 type replacer struct {
 	literal string
-	re      *regexp2.Regexp
+	re      *boundedRegexp
 	content string
 }
 
@@ -101,9 +100,9 @@ func newReplacer(p patternJSON, content, where string) (*replacer, error) {
 	case p.String != nil:
 		return &replacer{literal: *p.String, content: content}, nil
 	case p.Regex != nil:
-		re, err := regexp2.Compile(*p.Regex, regexp2.None)
+		re, err := compileRegexp(*p.Regex, where)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer.json: %s regex %q: %w", where, *p.Regex, err)
+			return nil, err
 		}
 		return &replacer{re: re, content: content}, nil
 	}
@@ -117,36 +116,19 @@ func (r *replacer) replace(s string) (string, error) {
 		}
 		return strings.ReplaceAll(s, r.literal, r.content), nil
 	}
+	ms, err := r.re.matches(s)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	prev := 0
-	for _, m := range regexMatches(r.re, s) {
+	for _, m := range ms {
 		b.WriteString(s[prev:m[0]])
 		b.WriteString(r.content)
 		prev = m[1]
 	}
 	b.WriteString(s[prev:])
 	return b.String(), nil
-}
-
-// regexMatches returns the byte ranges of the non-empty matches of re in s.
-func regexMatches(re *regexp2.Regexp, s string) [][2]int {
-	runes := []rune(s)
-	offs := make([]int, len(runes)+1)
-	o := 0
-	for i, r := range runes {
-		offs[i] = o
-		o += len(string(r))
-	}
-	offs[len(runes)] = o
-	var out [][2]int
-	m, err := re.FindRunesMatch(runes)
-	for err == nil && m != nil {
-		if m.Length > 0 {
-			out = append(out, [2]int{offs[m.Index], offs[m.Index+m.Length]})
-		}
-		m, err = re.FindNextMatch(m)
-	}
-	return out
 }
 
 type normalizerJSON struct {

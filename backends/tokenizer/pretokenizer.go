@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/dlclark/regexp2"
 )
 
 // piece is one split of the text being encoded. id >= 0 marks an added
@@ -33,6 +31,7 @@ type scratch struct {
 	ranges [][2]int
 	spans  []span
 	buf    []byte
+	err    error // a regex search's, for Encode to return
 }
 
 // span is one part of a piece's cover by a pattern's matches.
@@ -71,7 +70,7 @@ const (
 
 type splitPre struct {
 	gpt      *gptMatcher
-	re       *regexp2.Regexp
+	re       *boundedRegexp
 	literal  string
 	behavior int
 	invert   bool
@@ -85,7 +84,11 @@ func (sp *splitPre) matches(s string, sc *scratch) {
 	case sp.gpt != nil:
 		ms = sp.gpt.findAll(s, ms)
 	case sp.re != nil:
-		ms = append(ms, regexMatches(sp.re, s)...)
+		found, err := sp.re.matches(s)
+		if err != nil && sc.err == nil {
+			sc.err = err
+		}
+		ms = append(ms, found...)
 	default:
 		if sp.literal != "" {
 			for i := 0; ; {
@@ -367,9 +370,9 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 			if m, ok := knownMatcher(*j.Pattern.Regex); ok {
 				sp.gpt = m
 			} else {
-				re, err := regexp2.Compile(*j.Pattern.Regex, regexp2.None)
+				re, err := compileRegexp(*j.Pattern.Regex, "Split")
 				if err != nil {
-					return nil, fmt.Errorf("tokenizer.json: Split regex %q: %w", *j.Pattern.Regex, err)
+					return nil, err
 				}
 				sp.re = re
 			}

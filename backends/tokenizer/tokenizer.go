@@ -24,6 +24,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"tally/internal/fsguard"
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text. It is safe
@@ -83,11 +85,20 @@ func errorf(format string, args ...any) error {
 	return fmt.Errorf("tokenizer.json: "+format, args...)
 }
 
+// MaxFileSize bounds a tokenizer.json, as read and uncompressed: the
+// largest real ones (250,000-token vocabularies) are about 35 MB.
+const MaxFileSize = 128 << 20
+
 // Load reads a tokenizer from a tokenizer.json file, a gzip-compressed
 // tokenizer.json(.gz), or a directory containing tokenizer.json (or
-// tokenizer.json.gz).
-func Load(path string) (*Tokenizer, error) {
-	data, path, err := readTokenizerFile(path)
+// tokenizer.json.gz): a regular file (a link to one may lead anywhere) of
+// at most MaxFileSize bytes, uncompressed too.
+func Load(path string) (*Tokenizer, error) { return LoadIn(fsguard.Folder{}, path) }
+
+// LoadIn is Load reading the file as folder allows (a model folder's: no
+// link that leads out of it unless it says so).
+func LoadIn(folder fsguard.Folder, path string) (*Tokenizer, error) {
+	data, path, err := readTokenizerFile(folder, path)
 	if err != nil {
 		return nil, err
 	}
@@ -100,21 +111,21 @@ func Load(path string) (*Tokenizer, error) {
 
 // readTokenizerFile returns the uncompressed tokenizer.json bytes for the
 // path forms Load accepts, and the file actually read.
-func readTokenizerFile(path string) ([]byte, string, error) {
+func readTokenizerFile(folder fsguard.Folder, path string) ([]byte, string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, path, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
 	if st.IsDir() {
 		p := filepath.Join(path, "tokenizer.json")
-		if _, err := os.Stat(p); err != nil {
-			if _, err2 := os.Stat(p + ".gz"); err2 == nil {
+		if _, err := os.Lstat(p); err != nil {
+			if _, err2 := os.Lstat(p + ".gz"); err2 == nil {
 				p += ".gz"
 			}
 		}
 		path = p
 	}
-	data, err := os.ReadFile(path)
+	data, err := folder.ReadFile(path, MaxFileSize)
 	if err != nil {
 		return nil, path, fmt.Errorf("load tokenizer %s: %w", path, err)
 	}
@@ -127,12 +138,15 @@ func readTokenizerFile(path string) ([]byte, string, error) {
 		if n := len(data); n >= 4 {
 			// The gzip trailer holds the uncompressed size (mod 2^32).
 			size := int(uint32(data[n-4]) | uint32(data[n-3])<<8 | uint32(data[n-2])<<16 | uint32(data[n-1])<<24)
-			if size < 1<<30 {
+			if size <= MaxFileSize {
 				buf.Grow(size + 512)
 			}
 		}
-		if _, err = io.Copy(&buf, zr); err != nil {
+		if _, err = io.Copy(&buf, io.LimitReader(zr, MaxFileSize+1)); err != nil {
 			return nil, path, fmt.Errorf("load tokenizer %s: gunzip: %w", path, err)
+		}
+		if buf.Len() > MaxFileSize {
+			return nil, path, fmt.Errorf("load tokenizer %s: more than %d MiB uncompressed, the most tally reads", path, MaxFileSize>>20)
 		}
 		data = buf.Bytes()
 	}
@@ -460,6 +474,7 @@ func startsWithWord(s string) bool {
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	text = validString(text)
 	sc := scratchPool.Get().(*scratch)
+	sc.err = nil
 	defer scratchPool.Put(sc)
 	raw := t.findAdded(text, t.first, true, sc.list())
 	defer sc.release(raw)
@@ -486,6 +501,10 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 			}
 			if t.pre != nil {
 				words = t.pre.split(pieces[i:i+1], words[:0], sc)
+				if err := sc.err; err != nil {
+					sc.err = nil
+					return nil, fmt.Errorf("encode: pre-tokenize: %w", err)
+				}
 			} else {
 				words = append(words[:0], q)
 			}

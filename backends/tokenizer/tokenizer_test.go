@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -413,4 +415,85 @@ func FuzzByteLevelPre(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadBounds (issue 37, item 3): a tokenizer.json that is a FIFO, a
+// link to /dev/zero, larger than MaxFileSize, or a gzip file that expands
+// past it is refused, each before more than the bound is read.
+func TestLoadBounds(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o644))
+	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero.json")))
+	f, err := os.Create(filepath.Join(dir, "large.json"))
+	must(err)
+	must(f.Truncate(MaxFileSize + 1)) // sparse: no room taken
+	must(f.Close())
+	g, err := os.Create(filepath.Join(dir, "bomb.json.gz"))
+	must(err)
+	zw, _ := gzip.NewWriterLevel(g, gzip.BestSpeed)
+	zero := make([]byte, 1<<20)
+	for range MaxFileSize>>20 + 1 {
+		_, err := zw.Write(zero)
+		must(err)
+	}
+	must(zw.Close())
+	must(g.Close())
+	for name, want := range map[string]string{
+		"fifo.json":    "named pipe (FIFO): refused",
+		"zero.json":    "is a device: refused",
+		"large.json":   "more than the 128 MiB tally reads",
+		"bomb.json.gz": "more than 128 MiB uncompressed",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(filepath.Join(dir, name))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%s): %v, want %q", name, err, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Load(%s) still running after a minute", name)
+		}
+	}
+}
+
+// TestCatastrophicRegex (issue 37, item 3): a tokenizer.json whose Split
+// pre-tokenizer (or Replace normalizer) is a catastrophic regex hung
+// every encoding, and so run and plan, for good; its first search past
+// MatchTimeout fails the encoding with that reason, and every later
+// encoding fails at once.
+func TestCatastrophicRegex(t *testing.T) {
+	for _, tc := range []struct{ name, old, new string }{
+		{"Split", `"pre_tokenizer": null`, `"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": false}`},
+		{"Replace", `{"type": "Replace", "pattern": {"String": " "}, "content": "▁"}`, `{"type": "Replace", "pattern": {"Regex": "(a|aa)+$"}, "content": "b"}`},
+	} {
+		tok, err := FromJSON([]byte(strings.Replace(tinyJSON, tc.old, tc.new, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for i := range 3 {
+			done := make(chan error, 1)
+			go func() {
+				_, err := tok.Encode(strings.Repeat("a", 5000)+"!", false)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "catastrophic backtracking") {
+					t.Errorf("%s, encoding %d: %v, want the search bound", tc.name, i, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%s: an encoding still running after a minute", tc.name)
+			}
+		}
+	}
 }

@@ -104,7 +104,8 @@ func openModel(ctx context.Context, spec string, o modelOptions) (backends.Backe
 			return nil, fmt.Errorf("--base-url applies to openai:NAME models (an Ollama server is named by OLLAMA_HOST); %s runs no OpenAI-compatible server", spec)
 		}
 	}
-	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr}
+	opts := gomlx.Options{Device: o.device, DType: dtype, MaxBatch: o.concurrency, DeviceMemory: o.memory, Log: os.Stderr,
+		FollowSymlinks: os.Getenv(gomlx.FollowSymlinksEnv) == "1"}
 	switch {
 	case spec == "demo":
 		if chat {
@@ -183,7 +184,7 @@ func nativeChatTemplate(m *gomlx.Model, spec string) (*chattemplate.Template, er
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := chattemplate.Load(dir)
+	tmpl, err := chattemplate.LoadIn(gomlx.ModelFolder(dir, os.Getenv(gomlx.FollowSymlinksEnv) == "1"), dir)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}

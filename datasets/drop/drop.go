@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -56,14 +57,18 @@ func load(path string, canon bool) ([]Question, error) {
 	if strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".jsonl.gz") {
 		return loadRows(path, canon)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read DROP %s: %w", path, err)
 	}
-	return parseOriginal(path, data)
+	defer f.Close()
+	return parseOriginalFrom(path, f)
 }
 
-type original map[string]struct {
+type original map[string]section
+
+// section is one passage of DROP's own format, with its questions.
+type section struct {
 	Passage string `json:"passage"`
 	QAPairs []struct {
 		Question         string          `json:"question"`
@@ -74,10 +79,27 @@ type original map[string]struct {
 }
 
 func parseOriginal(path string, data []byte) ([]Question, error) {
-	var doc original
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("read DROP %s: %w", path, err)
+	return parseOriginalFrom(path, bytes.NewReader(data))
+}
+
+// parseOriginalFrom reads DROP's own format (an object of sections) a
+// section at a time, each at most jsonl.MaxLine long (the bound of a data
+// line), rather than the whole file at once.
+func parseOriginalFrom(path string, r io.Reader) ([]Question, error) {
+	doc := original{}
+	err := jsonl.Members(r, path, func(key string, value []byte, _ int) error {
+		var sec section
+		if err := json.Unmarshal(value, &sec); err != nil {
+			return fmt.Errorf("read DROP %s: section %s: %w", path, key, err)
+		}
+		doc[key] = sec
+		return nil
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "DROP") {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read DROP: %w", err)
 	}
 	ids := make([]string, 0, len(doc))
 	for id := range doc {

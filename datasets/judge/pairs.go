@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"tally/datasets"
+	"tally/datasets/jsonl"
 )
 
 // Pair is one AlpacaEval comparison: an instruction, the baseline's output
@@ -34,24 +35,58 @@ type Pair struct {
 	Preference *float64
 }
 
-// readMaybeGzip reads a file, decompressing it when it starts with the
-// gzip magic bytes.
-func readMaybeGzip(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// openMaybeGzip opens a file, through gunzip when it starts with the gzip
+// magic bytes; close closes both.
+func openMaybeGzip(path string) (r *bufio.Reader, close func(), err error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
+	br := bufio.NewReaderSize(f, 1<<20)
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("opening gzip stream: %w", err)
+			f.Close()
+			return nil, nil, fmt.Errorf("opening gzip stream: %w", err)
 		}
-		defer zr.Close()
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
+		return bufio.NewReaderSize(zr, 1<<20), func() { zr.Close(); f.Close() }, nil
+	}
+	return br, func() { f.Close() }, nil
+}
+
+// eachRow calls f with each object of r, a JSON array (each element at
+// most jsonl.MaxLine long, read one at a time) or JSON lines (each line
+// at most that long); where names the element or line for errors.
+func eachRow(r *bufio.Reader, name string, f func(raw []byte, where string) error) error {
+	for {
+		b, err := r.Peek(1)
+		if err != nil {
+			return nil // empty
+		}
+		if c := b[0]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			r.ReadByte()
+			continue
+		}
+		if b[0] == '[' {
+			return elements(r, name, func(elem []byte, i int) error { return f(elem, fmt.Sprintf("index %d", i-1)) })
+		}
+		break
+	}
+	lines := jsonl.NewLines(r, name)
+	for {
+		line, err := lines.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if text := bytes.TrimSpace(line); len(text) > 0 {
+			if err := f(text, fmt.Sprintf("line %d", lines.Line())); err != nil {
+				return err
+			}
 		}
 	}
-	return data, nil
 }
 
 // LoadPairs reads AlpacaEval pairs from an annotations.json file (a JSON
@@ -62,11 +97,12 @@ func readMaybeGzip(path string) ([]byte, error) {
 // fields are ignored. Errors name the file, the array index or line, and
 // the field.
 func LoadPairs(path string) ([]Pair, error) {
-	data, err := readMaybeGzip(path)
+	r, closeFile, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, fmt.Errorf("judge: reading pairs: %w", err)
 	}
-	pairs, err := decodePairs(data)
+	defer closeFile()
+	pairs, err := decodePairsFrom(r, path)
 	if err != nil {
 		return nil, fmt.Errorf("judge: %s: %w", path, err)
 	}
@@ -75,40 +111,37 @@ func LoadPairs(path string) ([]Pair, error) {
 
 // decodePairs decodes a JSON array or JSON lines of pair objects.
 func decodePairs(data []byte) ([]Pair, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(trimmed, &raws); err != nil {
-			return nil, fmt.Errorf("decoding the JSON array: %w", err)
-		}
-		pairs := make([]Pair, 0, len(raws))
-		for i, raw := range raws {
-			p, err := decodePair(raw)
-			if err != nil {
-				return nil, fmt.Errorf("index %d: %w", i, err)
-			}
-			pairs = append(pairs, p)
-		}
-		return pairs, nil
-	}
+	return decodePairsFrom(bufio.NewReader(bytes.NewReader(data)), "pairs")
+}
+
+func decodePairsFrom(r *bufio.Reader, name string) ([]Pair, error) {
 	var pairs []Pair
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, len(data)+1)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		p, err := decodePair(text)
+	err := eachRow(r, name, func(raw []byte, where string) error {
+		p, err := decodePair(raw)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		pairs = append(pairs, p)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading lines: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return pairs, nil
+}
+
+// elements is jsonl.Elements, its own errors (the array's syntax, an
+// element past the bound) said to be the array's.
+func elements(r io.Reader, name string, f func(elem []byte, i int) error) error {
+	var fErr error
+	err := jsonl.Elements(r, name, func(elem []byte, i int) error {
+		fErr = f(elem, i)
+		return fErr
+	})
+	if err != nil && fErr == nil {
+		return fmt.Errorf("decoding the JSON array: %w", err)
+	}
+	return err
 }
 
 func decodePair(raw []byte) (Pair, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"tally/internal/sharedtest"
 	"testing"
 
+	"tally/datasets/jsonl"
 	"tally/scoring/winrate"
 )
 
@@ -391,5 +393,19 @@ func BenchmarkLoadPairs(b *testing.B) {
 		if _, err := LoadPairs(path); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLoadPairsRowBound (issue 37, item 3): an element of an
+// annotations.json longer than jsonl.MaxLine is refused, as a line of JSON
+// Lines is, and no more of it read (the file was read whole).
+func TestLoadPairsRowBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "annotations.json")
+	big := `{"instruction":"` + strings.Repeat("i", jsonl.MaxLine) + `","output_1":"a","output_2":"b"}`
+	if err := os.WriteFile(path, []byte(`[{"instruction":"i","output_1":"a","output_2":"b"}, `+big+`]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPairs(path); !errors.Is(err, jsonl.ErrLineTooLong) || !strings.Contains(err.Error(), "element 2: longer than 16 MiB") {
+		t.Errorf("LoadPairs: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -134,11 +135,12 @@ func LoadThreeC3H(questionsPath, answersPath string) ([]Entry, error) {
 
 // readAraGen decodes a JSON array of AraGen entries.
 func readAraGen(path string) ([]aragenEntry, error) {
-	data, err := readMaybeGzip(path)
+	r, closeFile, err := openMaybeGzip(path)
 	if err != nil {
 		return nil, fmt.Errorf("judge: reading AraGen entries: %w", err)
 	}
-	entries, err := decodeAraGen(data)
+	defer closeFile()
+	entries, err := decodeAraGenFrom(r, path)
 	if err != nil {
 		return nil, fmt.Errorf("judge: %s: %w", path, err)
 	}
@@ -146,15 +148,19 @@ func readAraGen(path string) ([]aragenEntry, error) {
 }
 
 func decodeAraGen(data []byte) ([]aragenEntry, error) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("decoding the JSON array: %w", err)
-	}
-	out := make([]aragenEntry, len(raws))
-	for i, raw := range raws {
+	return decodeAraGenFrom(bufio.NewReader(bytes.NewReader(data)), "entries")
+}
+
+// decodeAraGenFrom decodes a JSON array of AraGen entries, an element at
+// a time (each at most jsonl.MaxLine long).
+func decodeAraGenFrom(r *bufio.Reader, name string) ([]aragenEntry, error) {
+	var out []aragenEntry
+	err := elements(r, name, func(raw []byte, n int) error {
+		i := n - 1
+		out = append(out, aragenEntry{})
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("entry %d: decoding the object: %w", i, err)
+			return fmt.Errorf("entry %d: decoding the object: %w", i, err)
 		}
 		for _, f := range []struct {
 			name string
@@ -165,9 +171,13 @@ func decodeAraGen(data []byte) ([]aragenEntry, error) {
 				continue
 			}
 			if err := json.Unmarshal(v, f.dst); err != nil {
-				return nil, fmt.Errorf("entry %d: field %q: not an object: %s", i, f.name, abbreviate(v))
+				return fmt.Errorf("entry %d: field %q: not an object: %s", i, f.name, abbreviate(v))
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

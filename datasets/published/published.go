@@ -158,13 +158,18 @@ func readRows(path string) ([]map[string]json.RawMessage, error) {
 	if first, err := firstByte(br); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	} else if first == '[' {
-		// One JSON array: the whole file is one value.
-		data, err := io.ReadAll(br)
+		// One JSON array, read an element at a time, each at most
+		// jsonl.MaxLine long, as lines are.
+		err := jsonl.Elements(br, path, func(elem []byte, i int) error {
+			var row map[string]json.RawMessage
+			if err := json.Unmarshal(elem, &row); err != nil {
+				return fmt.Errorf("read %s element %d: %w", path, i, err)
+			}
+			rows = append(rows, row)
+			return nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		if err := json.Unmarshal(data, &rows); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, err
 		}
 		return rows, nil
 	}

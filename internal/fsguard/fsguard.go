@@ -1,7 +1,9 @@
 // Package fsguard vets the files a command reads from a folder it was
-// given (tally import): regular files only, never a FIFO, a device or a
-// socket (opening or reading one can block for good or never end), and no
-// symbolic link that leads out of the folder unless the caller allows it.
+// given (tally import), or that a file it was given names (a task file's
+// includes, a model folder's files): regular files only, never a FIFO, a
+// device, a socket or a file of /proc or /sys (opening or reading one can
+// block for good or never end), and no symbolic link that leads out of
+// the folder unless the caller allows it; sizes bounded before reading.
 package fsguard
 
 import (
@@ -18,18 +20,30 @@ import (
 // anywhere, but to a regular file. Otherwise the error says what path is
 // and why it is refused.
 func Check(root, path string, followOut bool) error {
+	return check(root, path, followOut, "")
+}
+
+// check is Check, hint saying how to allow a link out of root ("": pass
+// --follow-symlinks, as tally import takes it).
+func check(root, path string, followOut bool, hint string) error {
 	li, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
 	if li.Mode()&fs.ModeSymlink == 0 {
-		return regular(path, li.Mode())
+		if err := regular(path, li.Mode()); err != nil {
+			return err
+		}
+		return notPseudo(path)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("%s: a symbolic link to nothing readable: %w", path, err)
 	}
 	if err := regular(path, fi.Mode()); err != nil {
+		return err
+	}
+	if err := notPseudo(path); err != nil {
 		return err
 	}
 	if root == "" || followOut {
@@ -44,7 +58,10 @@ func Check(root, path string, followOut bool) error {
 		return err
 	}
 	if !inside {
-		return fmt.Errorf("%s is a symbolic link to %s, outside %s: refused (pass --follow-symlinks to read it)", path, target, root)
+		if hint == "" {
+			hint = "pass --follow-symlinks to read it"
+		}
+		return fmt.Errorf("%s is a symbolic link to %s, outside %s: refused (%s)", path, target, root, hint)
 	}
 	return nil
 }

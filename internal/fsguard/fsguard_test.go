@@ -1,6 +1,7 @@
 package fsguard
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,5 +51,56 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadFile: regular files only, refused before they are opened (a
+// FIFO would block the open, /dev/zero never end), and no more than the
+// bound read.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok.yaml")
+	must(t, os.WriteFile(ok, []byte("0123456789"), 0o644))
+	must(t, os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml")))
+	must(t, syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644))
+	must(t, os.Symlink(ok, filepath.Join(dir, "link.yaml")))
+	must(t, os.Symlink("/proc/self/status", filepath.Join(dir, "proc.yaml")))
+	tests := []struct {
+		name string
+		max  int64
+		err  string
+	}{
+		{"ok.yaml", 10, ""},
+		{"ok.yaml", -1, ""},
+		{"link.yaml", 10, ""},
+		{"ok.yaml", 9, "is 10 bytes, more than the 9 bytes tally reads"},
+		{"zero.yaml", 1 << 20, "is a device"},
+		{"fifo.yaml", 1 << 20, "named pipe"},
+		{"proc.yaml", 1 << 20, "a file of /proc"},
+		{"missing.yaml", 10, "no such file"},
+		{".", 10, "directory"},
+	}
+	for _, tc := range tests {
+		got, err := ReadFile("", filepath.Join(dir, tc.name), true, tc.max)
+		if tc.err == "" {
+			if err != nil || string(got) != "0123456789" {
+				t.Errorf("ReadFile(%s, %d) = %q, %v", tc.name, tc.max, got, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("ReadFile(%s, %d) error %v, want %q", tc.name, tc.max, err, tc.err)
+		}
+	}
+	if _, err := ReadFile("", ok, true, 9); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a file over the bound: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 bytes", 1023: "1023 bytes", 1024: "1 KiB", 16 << 20: "16 MiB", 1536 << 20: "1.5 GiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package pyre
 
+import "fmt"
+
 // cont is what follows a node: called with the position where the node's
 // match ended, it reports whether the rest of the pattern matched.
 type cont func(int) bool
@@ -22,23 +24,29 @@ type single interface {
 	matches(c rune) bool
 }
 
-// machine is the state of one search over one text.
+// machine is the state of the searches of one call over one text.
 type machine struct {
-	re    *Regexp
-	text  []rune
-	caps  []int
-	steps int
+	re   *Regexp
+	text []rune
+	caps []int
+	b    *Budget // what the call's searches may still spend
 }
 
 type budgetExceeded struct{}
 
-func newMachine(re *Regexp, text []rune) *machine {
-	return &machine{re: re, text: text, caps: make([]int, 2*(re.groups+1))}
+// newMachine is a machine drawing on b, or with b nil on a budget of its
+// own (MaxSteps, and StepsPerRune for each code point of text).
+func newMachine(re *Regexp, text []rune, b *Budget) *machine {
+	if b == nil {
+		b = &Budget{Left: MaxSteps + StepsPerRune*len(text)}
+	}
+	b.limit += b.Left
+	return &machine{re: re, text: text, caps: make([]int, 2*(re.groups+1)), b: b}
 }
 
 func (m *machine) step() {
-	m.steps++
-	if m.steps > MaxSteps {
+	m.b.Left--
+	if m.b.Left < 0 {
 		panic(budgetExceeded{})
 	}
 }
@@ -62,10 +70,9 @@ func (m *machine) search(start int, mustAdvance bool) (mt *Match, err error) {
 			if _, ok := r.(budgetExceeded); !ok {
 				panic(r)
 			}
-			mt, err = nil, ErrTooComplex
+			mt, err = nil, fmt.Errorf("%w: %q spent %d steps (python re would backtrack for a long time, or for ever)", ErrTooComplex, m.re.pattern, m.b.limit)
 		}
 	}()
-	m.steps = 0
 	f := m.re.first
 	for pos := start; pos <= len(m.text); pos++ {
 		if !f.nullable && (pos == len(m.text) || !f.accepts(m.text[pos])) {

@@ -12,8 +12,9 @@
 // IGNORECASE and LOCALE flags (sre's Unicode case folding is not
 // reproduced), \N{...} names, and conditional groups (?(1)...). A pattern
 // Python itself rejects is an error with Python's message. Matching is a
-// backtracking search like sre's; a match that takes more than MaxSteps
-// steps is abandoned with an error instead of running for hours.
+// backtracking search like sre's; a call that takes more than its budget
+// of steps (MaxSteps, and StepsPerRune for each code point) is abandoned
+// with an error instead of running for hours.
 package pyre
 
 import (
@@ -22,8 +23,30 @@ import (
 	"strings"
 )
 
-// MaxSteps bounds the work of one search (node visits).
-const MaxSteps = 50_000_000
+// The work of one call (Search, FindAll, FindAllStrings, Sub), in steps
+// (node visits): MaxSteps, and StepsPerRune for each code point of its
+// text; a call past its budget fails with ErrTooComplex. A step is about
+// 40 to 160 ns, so a catastrophic pattern ((a+)+$ against a few thousand
+// characters) fails in about 0.1 s, where the search went on for 10 s
+// before (50,000,000 steps, again for each search of a findall). lm-eval's
+// filters over a 4,000-character output take 10 to 20,000 steps; a
+// budget shared by several calls (a *Budget) bounds a sample's in all.
+const (
+	MaxSteps     = 1_000_000
+	StepsPerRune = 100
+)
+
+// Budget is the steps that several calls may still spend together (the
+// calls that score one sample); a nil *Budget gives each call its own.
+type Budget struct {
+	// Left is the steps not yet spent.
+	Left  int
+	limit int // all that was given, for the error
+}
+
+// NewBudget is a budget for calls over texts of runes code points in
+// all: MaxSteps and StepsPerRune for each.
+func NewBudget(runes int) *Budget { return &Budget{Left: MaxSteps + StepsPerRune*runes} }
 
 // Error is a pattern that cannot be compiled: Python rejects it, or Python
 // accepts it but this package does not reproduce it (Unsupported).
@@ -46,7 +69,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s %q: %s", what, e.Pattern, e.Msg)
 }
 
-// ErrTooComplex is returned by a search that exceeded MaxSteps.
+// ErrTooComplex is wrapped by the error of a call past its budget.
 var ErrTooComplex = errors.New("regular expression search exceeded its step budget (catastrophic backtracking)")
 
 // Regexp is a compiled pattern. It is safe for concurrent use.
@@ -96,16 +119,19 @@ type Match struct {
 // Search is re.search: the leftmost match, or nil.
 func (re *Regexp) Search(s string) (*Match, error) {
 	text := []rune(s)
-	m := newMachine(re, text)
+	m := newMachine(re, text, nil)
 	return m.search(0, false)
 }
 
 // FindAll is re.finditer's matches in order, with its rule for empty
 // matches: after an empty match the next search starts at the same place
 // but must not end there.
-func (re *Regexp) FindAll(s string) ([]*Match, error) {
+func (re *Regexp) FindAll(s string) ([]*Match, error) { return re.FindAllIn(s, nil) }
+
+// FindAllIn is FindAll spending b (nil: a budget of its own).
+func (re *Regexp) FindAllIn(s string, b *Budget) ([]*Match, error) {
 	text := []rune(s)
-	m := newMachine(re, text)
+	m := newMachine(re, text, b)
 	var out []*Match
 	start, must := 0, false
 	for start <= len(text) {
@@ -127,8 +153,11 @@ func (re *Regexp) FindAll(s string) ([]*Match, error) {
 // group, group 1 when it has one (a group that did not participate is
 // ""), and all groups when it has several (then each element is a slice).
 // It returns []string or [][]string accordingly.
-func (re *Regexp) FindAllStrings(s string) (any, error) {
-	ms, err := re.FindAll(s)
+func (re *Regexp) FindAllStrings(s string) (any, error) { return re.FindAllStringsIn(s, nil) }
+
+// FindAllStringsIn is FindAllStrings spending b (nil: a budget of its own).
+func (re *Regexp) FindAllStringsIn(s string, b *Budget) (any, error) {
+	ms, err := re.FindAllIn(s, b)
 	if err != nil {
 		return nil, err
 	}
@@ -150,14 +179,17 @@ func (re *Regexp) FindAllStrings(s string) (any, error) {
 // Sub is re.sub(pattern, repl, s) with count 0: every match replaced by
 // the template repl (\1, \g<1>, \g<name>, and \n-style escapes, as
 // Python's parse_template reads them).
-func (re *Regexp) Sub(repl, s string) (string, error) {
+func (re *Regexp) Sub(repl, s string) (string, error) { return re.SubIn(repl, s, nil) }
+
+// SubIn is Sub spending b (nil: a budget of its own).
+func (re *Regexp) SubIn(repl, s string, b *Budget) (string, error) {
 	tmpl, err := re.parseTemplate(repl)
 	if err != nil {
 		return "", err
 	}
 	text := []rune(s)
-	m := newMachine(re, text)
-	var b strings.Builder
+	m := newMachine(re, text, b)
+	var out strings.Builder
 	i, start, must := 0, 0, false
 	for start <= len(text) {
 		mt, err := m.search(start, must)
@@ -167,18 +199,18 @@ func (re *Regexp) Sub(repl, s string) (string, error) {
 		if mt == nil {
 			break
 		}
-		b.WriteString(string(text[i:mt.Start]))
+		out.WriteString(string(text[i:mt.Start]))
 		for _, piece := range tmpl {
 			if piece.group >= 0 {
-				b.WriteString(mt.Groups[piece.group])
+				out.WriteString(mt.Groups[piece.group])
 			} else {
-				b.WriteString(piece.lit)
+				out.WriteString(piece.lit)
 			}
 		}
 		i = mt.End
 		must = mt.End == mt.Start
 		start = mt.End
 	}
-	b.WriteString(string(text[i:]))
-	return b.String(), nil
+	out.WriteString(string(text[i:]))
+	return out.String(), nil
 }

@@ -2,6 +2,7 @@ package pyre
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -356,11 +357,64 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestStepBudget (issue 37, item 2): catastrophic patterns against a few
+// thousand characters fail with ErrTooComplex within their budget of
+// steps (MaxSteps and StepsPerRune a code point: about 0.1 s), where a
+// findall spent 50,000,000 steps on each search (10 s a sample); the
+// budget is shared across a call's searches and, given one, across calls.
 func TestStepBudget(t *testing.T) {
-	re := MustCompile(`(a*)*b`)
-	_, err := re.Search(strings.Repeat("a", 40))
-	if err != ErrTooComplex && err != nil {
-		t.Fatal(err)
+	long := strings.Repeat("a", 3000) + "!"
+	tests := []struct {
+		pattern, text string
+		call          string // FindAll, Sub or Search
+	}{
+		{`(a+)+$`, long, "FindAll"},
+		{`(a*)*b`, long, "Search"},
+		{`((a|aa)+)+$`, long, "Sub"},
+		{`(?:a|a)*$`, long, "FindAll"},
+		{`(\w+\s?)+$`, strings.Repeat("word ", 600) + "!", "FindAll"},
+		// Polynomial, not exponential: a findall of many searches, each
+		// failing after scanning the rest of the text.
+		{`a*a*a*b`, long, "FindAll"},
+	}
+	for _, tc := range tests {
+		re := MustCompile(tc.pattern)
+		b := NewBudget(len(tc.text))
+		limit := b.Left
+		var err error
+		switch tc.call {
+		case "FindAll":
+			_, err = re.FindAllIn(tc.text, b)
+		case "Sub":
+			_, err = re.SubIn("", tc.text, b)
+		default:
+			m := newMachine(re, []rune(tc.text), b)
+			_, err = m.search(0, false)
+		}
+		if !errors.Is(err, ErrTooComplex) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.pattern)) {
+			t.Errorf("%s %q: %v, want ErrTooComplex naming the pattern", tc.call, tc.pattern, err)
+		}
+		if b.Left >= 0 || limit != MaxSteps+StepsPerRune*len(tc.text) {
+			t.Errorf("%q: %d steps left of %d", tc.pattern, b.Left, limit)
+		}
+	}
+	// One budget for several calls: the second call has what the first
+	// left.
+	b := NewBudget(0)
+	re := MustCompile(`(a+)+$`)
+	if _, err := re.FindAllIn(strings.Repeat("a", 30)+"!", b); !errors.Is(err, ErrTooComplex) {
+		t.Fatalf("first call: %v", err)
+	}
+	if _, err := MustCompile(`a`).FindAllIn("a", b); !errors.Is(err, ErrTooComplex) {
+		t.Errorf("a call on a spent budget: %v, want ErrTooComplex", err)
+	}
+	// The lm-eval filters over a 4,000-character output stay far inside.
+	text := strings.Repeat("Step: 12 + 30 = 42, so we carry $1,250.50 forward.\n", 75) + "So the answer is 42.\n#### 42"
+	for _, p := range []string{`#### (\-?[0-9\.\,]+)`, `(-?[$0-9.,]{2,})|(-?[0-9]+)`, `(?<=the answer is )(.*)(?=.)`, `^(.*?)\s*$`, `(?s).*?answer is (\d+)`} {
+		b := NewBudget(0)
+		if _, err := MustCompile(p).FindAllIn(text, b); err != nil || MaxSteps-b.Left > 20000 {
+			t.Errorf("%q: %v, %d steps", p, err, MaxSteps-b.Left)
+		}
 	}
 }
 

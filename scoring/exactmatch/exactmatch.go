@@ -105,7 +105,7 @@ func (a array) apply(f func(string) string) array {
 // prepare runs the metric's steps on one side (predictions or
 // references). ok is false when the side stays a Python list (an empty
 // regexes_to_ignore and no other option).
-func (m *Metric) prepare(xs []string) (a array, ok bool, err error) {
+func (m *Metric) prepare(xs []string, b *pyre.Budget) (a array, ok bool, err error) {
 	if m.opt.RegexesToIgnore != nil {
 		if m.ComparesLists() {
 			return array{}, false, nil
@@ -115,7 +115,7 @@ func (m *Metric) prepare(xs []string) (a array, ok bool, err error) {
 		for _, re := range m.ignored {
 			next := make([]string, len(cur))
 			for i, x := range cur {
-				if next[i], err = re.Sub("", x); err != nil {
+				if next[i], err = re.SubIn("", x, b); err != nil {
 					return array{}, false, err
 				}
 			}
@@ -150,12 +150,21 @@ func (m *Metric) IgnoresRegexes() bool { return len(m.ignored) > 0 }
 
 // Score is exact_match(predictions, references): the fraction of the
 // pairs equal once each side has been through the options, as NumPy
-// arrays. The lists must have the same length, at least one.
+// arrays. The lists must have the same length, at least one. Each
+// regexes_to_ignore substitution has a step budget of its own
+// (pyre.MaxSteps and pyre.StepsPerRune a code point); past it, the error
+// wraps pyre.ErrTooComplex.
 func (m *Metric) Score(predictions, references []string) (float64, error) {
+	return m.ScoreIn(predictions, references, nil)
+}
+
+// ScoreIn is Score with the substitutions spending b, a budget they share
+// (with other calls: those that score one sample).
+func (m *Metric) ScoreIn(predictions, references []string, b *pyre.Budget) (float64, error) {
 	if len(predictions) != len(references) || len(predictions) == 0 {
 		return 0, fmt.Errorf("exact_match: %d predictions for %d references", len(predictions), len(references))
 	}
-	p, ok, err := m.prepare(predictions)
+	p, ok, err := m.prepare(predictions, b)
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +177,7 @@ func (m *Metric) Score(predictions, references []string) (float64, error) {
 		}
 		return 1, nil
 	}
-	r, _, err := m.prepare(references)
+	r, _, err := m.prepare(references, b)
 	if err != nil {
 		return 0, err
 	}

@@ -91,7 +91,7 @@ func TestIncludes(t *testing.T) {
 	writeTask(t, dir, "_a_yaml", "test_split: test\ndoc_to_text: A\nnum_fewshot: 1\ntask_list: [x]\n")
 	writeTask(t, dir, "_b_yaml", "doc_to_text: B\ndoc_to_target: B\n")
 	p := writeTask(t, dir, "t.yaml", "include: [_a_yaml, _b_yaml]\ntask: t\nnum_fewshot: 2\n")
-	raw, err := loadYAMLFile(p, map[string]bool{})
+	raw, err := loadTaskFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestIncludes(t *testing.T) {
 	}
 	writeTask(t, dir, "c1.yaml", "include: c2.yaml\ntask: c\n")
 	writeTask(t, dir, "c2.yaml", "include: c1.yaml\n")
-	if _, err := loadYAMLFile(filepath.Join(dir, "c1.yaml"), map[string]bool{}); err == nil || !strings.Contains(err.Error(), "cycle") {
+	if _, err := loadTaskFile(filepath.Join(dir, "c1.yaml")); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Errorf("include cycle: %v", err)
 	}
 }

@@ -150,21 +150,27 @@ func readRows(path string, skipBad bool) ([]*Map, int, error) {
 	if first, err := br.Peek(1); err == nil && strings.HasSuffix(strings.TrimSuffix(path, ".gz"), ".json") {
 		head, _ := br.Peek(min(br.Buffered(), 4096))
 		if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(t) > 0 && t[0] == '[' {
-			all, err := io.ReadAll(br)
-			if err != nil {
-				return nil, 0, fmt.Errorf("read %s: %w", path, err)
-			}
-			v, err := decodeJSON(all)
-			if err != nil {
-				return nil, 0, fmt.Errorf("read %s: %w", path, err)
+			// One array, read an element at a time, each at most
+			// jsonl.MaxLine long (the whole file was read and decoded
+			// at once: a 100 MB element took 6 GB).
+			if bytes.HasPrefix(head, []byte("\ufeff")) {
+				br.Discard(len("\ufeff"))
 			}
 			var out []*Map
-			for i, e := range v.([]any) {
-				m, ok := e.(*Map)
+			err := jsonl.Elements(br, path, func(elem []byte, i int) error {
+				v, err := decodeJSON(elem)
+				if err != nil {
+					return fmt.Errorf("read %s element %d: %w", path, i, err)
+				}
+				m, ok := v.(*Map)
 				if !ok {
-					return nil, 0, fmt.Errorf("read %s: element %d is not an object", path, i+1)
+					return fmt.Errorf("read %s: element %d is not an object", path, i)
 				}
 				out = append(out, m)
+				return nil
+			})
+			if err != nil {
+				return nil, 0, err
 			}
 			return out, 0, nil
 		}

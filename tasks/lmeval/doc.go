@@ -144,7 +144,7 @@ type Function string
 func decodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeJSONValue(dec)
+	v, err := decodeJSONValue(dec, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,15 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
-func decodeJSONValue(dec *json.Decoder) (any, error) {
+// maxJSONDepth bounds the nesting of a JSON value decoded here, as
+// encoding/json bounds its own (a data row nested millions deep overflowed
+// the goroutine's stack: a crash).
+const maxJSONDepth = 10000
+
+func decodeJSONValue(dec *json.Decoder, depth int) (any, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("JSON nested more than %d deep", maxJSONDepth)
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
@@ -169,7 +177,7 @@ func decodeJSONValue(dec *json.Decoder) (any, error) {
 				if err != nil {
 					return nil, err
 				}
-				v, err := decodeJSONValue(dec)
+				v, err := decodeJSONValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -180,7 +188,7 @@ func decodeJSONValue(dec *json.Decoder) (any, error) {
 		case '[':
 			out := []any{}
 			for dec.More() {
-				v, err := decodeJSONValue(dec)
+				v, err := decodeJSONValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

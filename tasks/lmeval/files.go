@@ -1,6 +1,11 @@
 package lmeval
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"tally/internal/pyre"
+)
 
 // This file holds what lm-eval's own sample and results files write of a
 // task that tally's writer (tally/report) cannot know from the samples
@@ -46,7 +51,7 @@ func (t *Task) FilteredResponse(filter, resp string) (string, error) {
 		if f.name != filter {
 			continue
 		}
-		out, err := f.apply(resp)
+		out, err := f.apply(resp, pyre.NewBudget(utf8.RuneCountInString(resp)))
 		if err != nil {
 			return "", err
 		}

@@ -170,7 +170,7 @@ var errNoMapping = errors.New("map filter: the response has no mapping and the f
 // apply runs the pipeline on one response (repeats is 1). The result is
 // a string after take_first, otherwise the one-element list of responses
 // lm-eval would pass on.
-func (p *pipeline) apply(resp string) (any, error) {
+func (p *pipeline) apply(resp string, b *pyre.Budget) (any, error) {
 	var list []any = []any{resp}
 	var first any
 	took := false
@@ -180,7 +180,7 @@ func (p *pipeline) apply(resp string) (any, error) {
 			continue
 		}
 		for i, r := range list {
-			out, err := st.one(r)
+			out, err := st.one(r, b)
 			if err != nil {
 				return nil, fmt.Errorf("filter %s: %w", p.name, err)
 			}
@@ -194,14 +194,14 @@ func (p *pipeline) apply(resp string) (any, error) {
 }
 
 // one applies a per-response filter to one response.
-func (st filterStep) one(r any) (any, error) {
+func (st filterStep) one(r any, b *pyre.Budget) (any, error) {
 	switch st.function {
 	case "regex":
 		s, ok := r.(string)
 		if !ok {
 			s = ""
 		}
-		return st.regex(s)
+		return st.regex(s, b)
 	case "map":
 		if s, ok := r.(string); ok {
 			if v, found := st.mapping.Get(s); found {
@@ -231,8 +231,8 @@ func (st filterStep) one(r any) (any, error) {
 // regex is RegexFilter on one response: findall, the match at
 // group_select (negative counts from the end), the first non-empty group
 // of a match with several, stripped; the fallback when nothing matches.
-func (st filterStep) regex(s string) (any, error) {
-	found, err := st.re.FindAllStrings(s)
+func (st filterStep) regex(s string, b *pyre.Budget) (any, error) {
+	found, err := st.re.FindAllStringsIn(s, b)
 	if err != nil {
 		return nil, err
 	}

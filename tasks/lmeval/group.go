@@ -44,7 +44,7 @@ func walkTaskFiles(dir string, fn func(path string) error) error {
 func buildIndex(dir string) (*index, error) {
 	ix := &index{tasks: map[string]string{}, groups: map[string]string{}, tags: map[string][]string{}}
 	err := walkTaskFiles(dir, func(path string) error {
-		raw, err := loadYAMLFile(path, map[string]bool{})
+		raw, err := loadTaskFile(path)
 		if err != nil {
 			return nil // lm-eval skips what it cannot read
 		}
@@ -79,13 +79,8 @@ func buildIndex(dir string) (*index, error) {
 
 // IsGroupFile reports whether a YAML document is an lm-eval group file.
 func IsGroupFile(data []byte) bool {
-	v, err := parseYAML(data, "")
-	m, ok := v.(*Map)
-	if err != nil || !ok {
-		return false
-	}
-	_, g := m.Get("group")
-	return g
+	keys, ok := topKeys(data)
+	return ok && keys["group"]
 }
 
 // LoadGroup reads an lm-eval group file and returns its tasks, as
@@ -96,7 +91,7 @@ func IsGroupFile(data []byte) bool {
 // member's keys applied as overrides, then set. A task reached twice is
 // loaded once.
 func LoadGroup(path string, set map[string]string) ([]*Task, error) {
-	raw, err := loadYAMLFile(path, map[string]bool{})
+	raw, err := loadTaskFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +153,7 @@ func (g *grouper) member(group string, m any, overrides *Map, depth int) error {
 	case string:
 		switch {
 		case g.ix.groups[x] != "":
-			raw, err := loadYAMLFile(g.ix.groups[x], map[string]bool{})
+			raw, err := loadTaskFile(g.ix.groups[x])
 			if err != nil {
 				return err
 			}
@@ -188,7 +183,7 @@ func (g *grouper) member(group string, m any, overrides *Map, depth int) error {
 				}
 			}
 			if p := g.ix.groups[name]; p != "" {
-				raw, err := loadYAMLFile(p, map[string]bool{})
+				raw, err := loadTaskFile(p)
 				if err != nil {
 					return err
 				}
@@ -218,7 +213,7 @@ func (g *grouper) task(path, name string, overrides *Map) error {
 		return nil
 	}
 	g.seen[name] = true
-	raw, err := loadYAMLFile(path, map[string]bool{})
+	raw, err := loadTaskFile(path)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,9 @@ package lmeval
 import (
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
@@ -44,7 +47,11 @@ type segment struct {
 type template struct {
 	src   string
 	tmpl  *jinja.Template
-	texts []jinja.Value
+	texts []string
+	uses  []string // the helpers the guarded template calls
+	// usesRange: the template names range (tally's, unless the document
+	// has a field of that name).
+	usesRange bool
 }
 
 // compileTemplate compiles a template as lm-eval's environment would.
@@ -68,27 +75,44 @@ func compileTemplate(src string) (*template, error) {
 	}
 	t := &template{src: src}
 	var b strings.Builder
+	depth := 0
 	for _, s := range segs {
 		switch s.kind {
 		case 't':
 			if s.text == "" {
 				continue
 			}
-			fmt.Fprintf(&b, "{{ __tally_t[%d] }}", len(t.texts))
-			t.texts = append(t.texts, jinja.NewString(s.text))
+			fmt.Fprintf(&b, "{{ __tally_text(%d) }}", len(t.texts))
+			t.texts = append(t.texts, s.text)
 		case 'e':
+			if err := checkNesting(s.text); err != nil {
+				return nil, err
+			}
 			e, err := rewriteExpr(s.text)
 			if err != nil {
 				return nil, err
 			}
-			b.WriteString("{{ __tally_out((" + e + ")) }}")
+			if e, err = guardExpr(e); err != nil {
+				return nil, err
+			}
+			b.WriteString("{{ __tally_out(" + e + ") }}")
 		case 's':
 			if f := strings.Fields(s.text); len(f) > 0 && (f[0] == "raw" || f[0] == "endraw") {
 				return nil, errors.New("template: {% raw %} blocks are not supported")
 			}
+			if err := checkNesting(s.text); err != nil {
+				return nil, err
+			}
 			e, err := rewriteExpr(s.text)
 			if err != nil {
 				return nil, err
+			}
+			e, open, err := guardStatement(e)
+			if err != nil {
+				return nil, err
+			}
+			if depth += open; depth > maxNesting {
+				return nil, fmt.Errorf("template: blocks nested more than %d deep: refused (%w)", maxNesting, errBound)
 			}
 			if strings.Contains(stripStrings(e), "%}") {
 				return nil, fmt.Errorf("template: statement {%%%s%%} holds %%}, which tally's engine cannot scan", s.text)
@@ -96,6 +120,12 @@ func compileTemplate(src string) (*template, error) {
 			b.WriteString("{% " + e + " %}")
 		}
 	}
+	for _, h := range helperName.FindAllString(b.String(), -1) {
+		if !slices.Contains(t.uses, h) {
+			t.uses = append(t.uses, h)
+		}
+	}
+	t.usesRange = rangeName.MatchString(b.String())
 	tm, err := jinja.Compile(b.String())
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
@@ -104,21 +134,76 @@ func compileTemplate(src string) (*template, error) {
 	return t, nil
 }
 
-// render renders the template over a document, as Template.render(**doc).
-func (t *template) render(doc *Map) (string, error) {
-	data := make(map[string]jinja.Value, doc.Len()+8)
+// render renders the template over a document, as Template.render(**doc),
+// within the bounds of guard.go: its budget of steps grows with the
+// document's size.
+func (t *template) render(doc *Map) (out string, err error) {
+	st := &renderState{texts: t.texts, limit: math.MaxInt64}
+	data := make(map[string]jinja.Value, doc.Len()+24)
 	for _, k := range doc.Keys {
 		data[k] = toJinja(doc.Vals[k])
 	}
-	data["__tally_t"] = jinja.NewList(t.texts)
-	for name, f := range helpers {
-		data[name] = jinja.NewCallable(name, f)
+	var docSteps int64
+	for _, k := range doc.Keys {
+		if err := st.walk(data[k], 0); err != nil {
+			return "", fmt.Errorf("render template %q: the document: %w", t.src, err)
+		}
 	}
-	out, err := t.tmpl.RenderValues(data)
+	docSteps, st.steps = st.steps, 0
+	st.limit = renderSteps + stepsPerDocStep*docSteps
+	for _, name := range t.uses {
+		if f := st.helper(name); f != nil {
+			data[name] = jinja.NewCallable(name, f)
+		}
+	}
+	if _, ok := doc.Get("range"); !ok && t.usesRange {
+		data["range"] = jinja.NewCallable("range", st.rangeHelper)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("render template %q: the engine failed: %v", t.src, r)
+		}
+	}()
+	out, err = t.tmpl.RenderValues(data)
 	if err != nil {
 		return "", fmt.Errorf("render template %q: %w", t.src, err)
 	}
 	return out, nil
+}
+
+// helperName finds the helpers a guarded template calls.
+var (
+	helperName = regexp.MustCompile(`__tally_[a-z_]+`)
+	rangeName  = regexp.MustCompile(`\brange\b`)
+)
+
+// checkNesting refuses, before anything else reads it, an expression or
+// statement of brackets nested past maxNesting or of more than
+// maxExprTokens tokens (rewriteExpr and the engine's parser recurse into
+// brackets).
+func checkNesting(src string) error {
+	toks, err := tokenize(src)
+	if err != nil {
+		return err
+	}
+	if len(toks) > 2*maxExprTokens {
+		return fmt.Errorf("template: an expression of more than %d tokens: refused (%w)", maxExprTokens, errBound)
+	}
+	depth := 0
+	for _, t := range toks {
+		if t.kind != 'o' {
+			continue
+		}
+		switch t.text {
+		case "(", "[", "{":
+			if depth++; depth > maxNesting {
+				return fmt.Errorf("template: brackets nested more than %d deep: refused (%w)", maxNesting, errBound)
+			}
+		case ")", "]", "}":
+			depth--
+		}
+	}
+	return nil
 }
 
 // scanTemplate splits a template into text, expression, statement and
@@ -508,7 +593,14 @@ func joinTokens(toks []token) string {
 
 // fromJinja converts an engine value back; an undefined value is an error
 // (StrictUndefined).
-func fromJinja(v jinja.Value) (any, error) {
+func fromJinja(v jinja.Value) (any, error) { return fromJinjaAt(v, 0) }
+
+// fromJinjaAt is fromJinja of a value nested level deep: no deeper than
+// maxNesting (a value that holds itself).
+func fromJinjaAt(v jinja.Value, level int) (any, error) {
+	if level > maxNesting {
+		return nil, fmt.Errorf("a value nested more than %d deep (one that holds itself?): refused (%w)", maxNesting, errBound)
+	}
 	switch {
 	case v.IsUndefined():
 		return nil, errors.New("undefined value (jinja2's StrictUndefined raises here)")
@@ -526,7 +618,7 @@ func fromJinja(v jinja.Value) (any, error) {
 		l := v.AsList()
 		out := make([]any, l.Len())
 		for i := range out {
-			x, err := fromJinja(l.Get(i))
+			x, err := fromJinjaAt(l.Get(i), level+1)
 			if err != nil {
 				return nil, err
 			}
@@ -538,7 +630,7 @@ func fromJinja(v jinja.Value) (any, error) {
 		m := NewMap()
 		for _, k := range d.OrderedKeys() {
 			e, _ := d.Get(k)
-			x, err := fromJinja(e)
+			x, err := fromJinjaAt(e, level+1)
 			if err != nil {
 				return nil, err
 			}
@@ -551,99 +643,104 @@ func fromJinja(v jinja.Value) (any, error) {
 
 type helper = func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error)
 
-// helpers are the callables the rewritten templates use.
-var helpers = map[string]helper{
-	"__tally_out":    strHelper,
-	"__tally_string": strHelper,
-	"__tally_trim": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) < 1 {
-			return jinja.Undefined(), errors.New("trim: no value")
-		}
-		v, err := fromJinja(args[0])
+// trimHelper is jinja2's trim filter.
+func trimHelper(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 1 {
+		return jinja.Undefined(), errors.New("trim: no value")
+	}
+	v, err := fromJinja(args[0])
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	chars, err := optString(args, kw, 1, "chars")
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(pyStrip(pyStr(v), chars, true, true)), nil
+}
+
+// joinHelper is jinja2's join filter, of a result of at most
+// maxValueBytes.
+func joinHelper(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 1 {
+		return jinja.Undefined(), errors.New("join: no value")
+	}
+	if _, ok := kw["attribute"]; ok || len(args) > 2 {
+		return jinja.Undefined(), errors.New("join: only join(separator) is supported")
+	}
+	v, err := fromJinja(args[0])
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	sep := ""
+	if len(args) > 1 {
+		s, err := fromJinja(args[1])
 		if err != nil {
 			return jinja.Undefined(), err
 		}
-		chars, err := optString(args, kw, 1, "chars")
+		sep = pyStr(s)
+	} else if d, ok := kw["d"]; ok {
+		s, err := fromJinja(d)
 		if err != nil {
 			return jinja.Undefined(), err
 		}
-		return jinja.NewString(pyStrip(pyStr(v), chars, true, true)), nil
-	},
-	"__tally_join": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
-		if len(args) < 1 {
-			return jinja.Undefined(), errors.New("join: no value")
+		sep = pyStr(s)
+	}
+	var items []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			items = append(items, pyStr(e))
 		}
-		if _, ok := kw["attribute"]; ok || len(args) > 2 {
-			return jinja.Undefined(), errors.New("join: only join(separator) is supported")
+	case string:
+		for _, r := range x {
+			items = append(items, string(r))
 		}
-		v, err := fromJinja(args[0])
-		if err != nil {
-			return jinja.Undefined(), err
+	case *Map:
+		items = append(items, x.Keys...)
+	default:
+		return jinja.Undefined(), fmt.Errorf("join: %s is not iterable", pyStr(v))
+	}
+	n := len(sep) * len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	if n > maxValueBytes {
+		return jinja.Undefined(), fmt.Errorf("join: a string of more than %d bytes: refused (%w)", maxValueBytes, errBound)
+	}
+	return jinja.NewString(strings.Join(items, sep)), nil
+}
+
+// splitHelper is str.split.
+func splitHelper(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	s, err := receiver(args, "split")
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	sep, err := optString(args, kw, 1, "sep")
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	max := int64(-1)
+	if len(args) > 2 || kw["maxsplit"].IsInt() {
+		m := kw["maxsplit"]
+		if len(args) > 2 {
+			m = args[2]
 		}
-		sep := ""
-		if len(args) > 1 {
-			s, err := fromJinja(args[1])
-			if err != nil {
-				return jinja.Undefined(), err
-			}
-			sep = pyStr(s)
-		} else if d, ok := kw["d"]; ok {
-			s, err := fromJinja(d)
-			if err != nil {
-				return jinja.Undefined(), err
-			}
-			sep = pyStr(s)
+		if !m.IsInt() {
+			return jinja.Undefined(), errors.New("split: maxsplit is not an int")
 		}
-		var items []string
-		switch x := v.(type) {
-		case []any:
-			for _, e := range x {
-				items = append(items, pyStr(e))
-			}
-		case string:
-			for _, r := range x {
-				items = append(items, string(r))
-			}
-		case *Map:
-			items = append(items, x.Keys...)
-		default:
-			return jinja.Undefined(), fmt.Errorf("join: %s is not iterable", pyStr(v))
-		}
-		return jinja.NewString(strings.Join(items, sep)), nil
-	},
-	"__tally_strip":  stripHelper(true, true),
-	"__tally_lstrip": stripHelper(true, false),
-	"__tally_rstrip": stripHelper(false, true),
-	"__tally_split": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
-		s, err := receiver(args, "split")
-		if err != nil {
-			return jinja.Undefined(), err
-		}
-		sep, err := optString(args, kw, 1, "sep")
-		if err != nil {
-			return jinja.Undefined(), err
-		}
-		max := int64(-1)
-		if len(args) > 2 || kw["maxsplit"].IsInt() {
-			m := kw["maxsplit"]
-			if len(args) > 2 {
-				m = args[2]
-			}
-			if !m.IsInt() {
-				return jinja.Undefined(), errors.New("split: maxsplit is not an int")
-			}
-			max = m.AsInt()
-		}
-		parts, err := pySplit(s, sep, max)
-		if err != nil {
-			return jinja.Undefined(), err
-		}
-		out := make([]jinja.Value, len(parts))
-		for i, p := range parts {
-			out[i] = jinja.NewString(p)
-		}
-		return jinja.NewList(out), nil
-	},
+		max = m.AsInt()
+	}
+	parts, err := pySplit(s, sep, max)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	out := make([]jinja.Value, len(parts))
+	for i, p := range parts {
+		out[i] = jinja.NewString(p)
+	}
+	return jinja.NewList(out), nil
 }
 
 func strHelper(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
@@ -726,8 +823,11 @@ func pySplit(s string, sep *string, max int64) ([]string, error) {
 			return nil, errors.New("split: empty separator")
 		}
 		n := -1
-		if max >= 0 {
+		if max >= 0 && max < maxItems {
 			n = int(max) + 1
+		}
+		if c := strings.Count(s, *sep); c >= maxItems && n < 0 {
+			return nil, fmt.Errorf("split: more than %d parts: refused (%w)", maxItems, errBound)
 		}
 		return strings.SplitN(s, *sep, n), nil
 	}
@@ -749,6 +849,9 @@ func pySplit(s string, sep *string, max int64) ([]string, error) {
 		j := i
 		for j < len(rs) && !pystr.IsSpace(rs[j]) {
 			j++
+		}
+		if len(out) >= maxItems {
+			return nil, fmt.Errorf("split: more than %d parts: refused (%w)", maxItems, errBound)
 		}
 		out = append(out, string(rs[i:j]))
 		i = j

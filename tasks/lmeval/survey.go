@@ -50,7 +50,7 @@ func SurveyDir(dir string) (*Survey, error) {
 
 func surveyFile(path, rel string) Entry {
 	e := Entry{File: rel}
-	raw, err := loadYAMLFile(path, map[string]bool{})
+	raw, err := loadTaskFile(path)
 	if err != nil {
 		e.Status, e.Reason, e.Message = "unreadable", "unreadable YAML or include", oneLine(err.Error())
 		return e

@@ -34,6 +34,7 @@ import (
 	"tally/datasets"
 	"tally/internal/pyliteral"
 	"tally/internal/pyrandom"
+	"tally/internal/pyre"
 	"tally/internal/pystr"
 )
 
@@ -59,16 +60,12 @@ var lmevalKeys = []string{"include", "dataset_path", "doc_to_text", "doc_to_targ
 // IsTaskFile reports whether a YAML document is an lm-eval task (or
 // group) file rather than a tally task file.
 func IsTaskFile(data []byte) bool {
-	v, err := parseYAML(data, "")
-	m, ok := v.(*Map)
-	if err != nil || !ok {
-		return false
-	}
-	if _, tally := m.Get("loader"); tally {
+	keys, ok := topKeys(data)
+	if !ok || keys["loader"] {
 		return false
 	}
 	for _, k := range lmevalKeys {
-		if _, ok := m.Get(k); ok {
+		if keys[k] {
 			return true
 		}
 	}
@@ -89,7 +86,7 @@ type Task struct {
 // "fewshot" is num_fewshot, and "fewshot_seed" sets the sampler's seed,
 // lm-eval's --seed's fourth value).
 func Load(path string, set map[string]string) (*Task, error) {
-	raw, err := loadYAMLFile(path, map[string]bool{})
+	raw, err := loadTaskFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -627,7 +624,11 @@ func withoutDoc(pool []*Map, doc *Map) []*Map {
 
 // scoreVersion names the revision of Score's behaviour; it enters the
 // scoring spec, so a change recomputes stored scores.
-const scoreVersion = "1"
+//
+// 2: a sample's regexes (filters, regexes_to_ignore) share a budget of
+// pyre.MaxSteps and pyre.StepsPerRune a code point; past it the sample
+// is unscorable, where a search could spend 50,000,000 steps before.
+const scoreVersion = "2"
 
 // ScoringSpec is what decides how a prediction is scored: the filters and
 // the metrics with their options (whether targets are lists is in each
@@ -686,14 +687,18 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		if err != nil {
 			return nil, fmt.Errorf("references of %s: %w", s.ID, err)
 		}
+		// Every regex that scores the sample (filters, regexes_to_ignore)
+		// shares one budget of steps, sized by the text it may search.
+		runes := utf8.RuneCountInString(pred)*len(t.c.filters) + utf8.RuneCountInString(string(s.References))
+		b := pyre.NewBudget(runes)
 		out := map[string]float64{}
 		for _, f := range t.c.filters {
-			res, err := f.apply(pred)
+			res, err := f.apply(pred, b)
 			if err != nil {
 				return nil, err
 			}
 			for _, m := range t.c.metrics {
-				v, err := m.score(res, gold, multipleTarget)
+				v, err := m.score(res, gold, multipleTarget, b)
 				if err != nil {
 					return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
 				}
@@ -707,7 +712,7 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 // score is process_results's exact_match for generate_until: the filtered
 // response against doc_to_target, as a list of answers (1 when any
 // matches) when the task's targets are lists, else cast to a string.
-func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
+func (m *metricConfig) score(res, gold any, multi bool, b *pyre.Budget) (float64, error) {
 	isList := false
 	var pred string
 	switch r := res.(type) {
@@ -753,7 +758,7 @@ func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
 		for i := range preds {
 			preds[i] = pred
 		}
-		v, err := m.em.Score(preds, refs)
+		v, err := m.em.ScoreIn(preds, refs, b)
 		if err != nil {
 			return 0, err
 		}
@@ -775,5 +780,5 @@ func (m *metricConfig) score(res, gold any, multi bool) (float64, error) {
 	if isList && m.em.ComparesLists() {
 		return 0, nil
 	}
-	return m.em.Score([]string{pred}, []string{ref})
+	return m.em.ScoreIn([]string{pred}, []string{ref}, b)
 }
