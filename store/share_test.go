@@ -93,14 +93,7 @@ func TestReadOnlyOlderSchema(t *testing.T) {
 func TestReadOnlyReadableOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.db.Exec("DROP TABLE workers; PRAGMA user_version = 2"); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	storeAtVersion(t, path, 2)
 	before, _ := os.ReadFile(path)
 	r, err := OpenReadOnly(ctx, path)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"tally/internal/lmevalcli"
 	"tally/internal/redact"
+	"tally/store"
 )
 
 // Exit statuses (documented in the README).
@@ -69,6 +70,7 @@ func exitStatus(err error, w io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	err = store.Explain(err) // a damaged store's raw SQLite error names the store
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(w, "tally: interrupted; finished work is committed, run the same command again to resume")
 		return ExitInterrupted
