@@ -104,6 +104,7 @@ func newRoot() *cobra.Command {
 		newCompareCmd(),
 		newReportCmd(),
 		newLsCmd(),
+		newCheckCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),
