@@ -368,8 +368,10 @@ func sqliteCheck(ctx context.Context, q schemaQuerier, pragma string, max int) (
 		if err := rows.Scan(&s); err != nil {
 			return nil, err
 		}
-		if s != "ok" {
-			out = append(out, s)
+		for _, line := range strings.Split(s, "\n") {
+			if line != "ok" && line != "" && !strings.HasPrefix(line, "*** in database") {
+				out = append(out, line)
+			}
 		}
 	}
 	return out, rows.Err()
