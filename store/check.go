@@ -112,7 +112,7 @@ func Check(ctx context.Context, path string, doRepair bool) (*CheckReport, error
 	if err := checkRegular(path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)&_pragma=cell_size_check(1)")
+	db, err := sql.Open("sqlite", aloneDSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("check store %s: %w", path, err)
 	}
@@ -599,8 +599,11 @@ func (r *CheckReport) Write(w io.Writer) {
 // Err is the error of a store Check found damaged (nil when sound or
 // repaired).
 func (r *CheckReport) Err() error {
-	if r.Sound() || strings.HasPrefix(r.Repaired, "dropped") {
+	switch {
+	case r.Sound() || strings.HasPrefix(r.Repaired, "dropped"):
 		return nil
+	case r.Schema != "":
+		return errors.New("store " + r.Store + ": not a tally store: " + r.Schema)
 	}
 	return errors.New("store " + r.Store + " is damaged (see above)")
 }

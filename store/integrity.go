@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -389,25 +390,6 @@ func damagedProblem(path string) string {
 	return "is damaged (`tally check --store " + path + "` says what is lost)"
 }
 
-// checkOpened checks a SQLite store opened read-only, whose PRAGMA
-// user_version is v: that it is a tally store (verifySchema) and, where
-// cheap, that SQLite finds it sound (checkOnOpen).
-func checkOpened(ctx context.Context, db *sql.DB, path string, v int) error {
-	if err := verifySchema(ctx, db, v); err != nil {
-		if p := problemFor(path, err); p != "" {
-			return &StorageError{Store: path, Problem: p, Err: err}
-		}
-		return fmt.Errorf("open store %s: %w", path, err)
-	}
-	if err := checkOnOpen(ctx, db, path); err != nil {
-		if p := problemFor(path, err); p != "" {
-			return &StorageError{Store: path, Problem: p, Err: err}
-		}
-		return err
-	}
-	return nil
-}
-
 // opened are the SQLite stores this process opened (Explain).
 var opened struct {
 	sync.Mutex
@@ -452,4 +434,16 @@ func Explain(err error) error {
 		return &StorageError{Store: paths[0], Problem: problemFor(paths[0], err), Err: err}
 	}
 	return &StorageError{Store: strings.Join(paths, " or "), Problem: p + " (`tally check --store PATH` says what is lost)", Err: err}
+}
+
+// aloneDSN is the data source of a read-only look at the SQLite file at
+// path that leaves nothing beside it: the file read alone (immutable)
+// when no WAL lies beside it, else with its WAL (whose index, -shm, SQLite
+// then needs).
+func aloneDSN(path string) string {
+	params := "mode=ro"
+	if _, err := os.Lstat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+		params += "&immutable=1"
+	}
+	return "file:" + path + "?" + params + "&_pragma=busy_timeout(10000)&_pragma=query_only(1)&_pragma=cell_size_check(1)"
 }

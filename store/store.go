@@ -238,6 +238,9 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if err := checkRegular(path); err != nil {
 		return nil, err
 	}
+	if err := checkForeign(ctx, path); err != nil {
+		return nil, err
+	}
 	// mode=ro needs the WAL index (-shm) beside the file, which a
 	// read-only directory cannot hold; immutable=1 then reads the file
 	// alone (any writer on such a store would have to have left the WAL
@@ -266,10 +269,6 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		if err := checkReadOnlyVersion(v, len(migrations)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
-		}
-		if err := checkOpened(ctx, db, path, v); err != nil {
-			db.Close()
-			return nil, err
 		}
 		noteOpened(path)
 		return &Store{db: &conn{DB: db}, path: path, readOnly: true, schema: v}, nil

@@ -137,28 +137,36 @@ func checkFile(path string) error {
 }
 
 // checkForeign refuses, before the file is opened for writing (which
-// would switch it to WAL mode), an existing SQLite file that is not a
-// tally store (verifySchema: another application's tables, triggers, or
-// tables that only bear tally's names), and a store that a check on open
-// finds damaged (checkOnOpen). A file it cannot read this way is left to
-// the open that follows to report.
+// would switch it to WAL mode) or for reading, an existing SQLite file
+// that is not a tally store (verifySchema: another application's tables,
+// triggers, or tables that only bear tally's names), and a store that a
+// check on open finds damaged (checkOnOpen). It reads the file alone
+// (immutable) when no WAL lies beside it, so that it leaves none there.
+// A file it cannot read this way for another reason than damage is left
+// to the open that follows to report.
 func checkForeign(ctx context.Context, path string) error {
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		return nil
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=cell_size_check(1)")
+	db, err := sql.Open("sqlite", aloneDSN(path))
 	if err != nil {
 		return nil
 	}
 	defer db.Close()
+	named := func(err error) error {
+		if p := problemFor(path, err); p != "" {
+			return &StorageError{Store: path, Problem: p, Err: err}
+		}
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil
+		return named(err)
 	}
 	defer tx.Rollback()
 	var v int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return nil
+		return named(err)
 	}
 	if err := verifySchema(ctx, tx, v); err != nil {
 		if p := problemFor(path, err); p != "" {
