@@ -75,13 +75,8 @@ func TestReadOnly(t *testing.T) {
 func TestReadOnlyOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db.Exec("PRAGMA user_version = 1")
-	s.Close()
-	_, err = OpenReadOnly(ctx, path)
+	storeAtVersion(t, path, 1)
+	_, err := OpenReadOnly(ctx, path)
 	if err == nil || !strings.Contains(err.Error(), "older") {
 		t.Fatalf("older schema: %v", err)
 	}
