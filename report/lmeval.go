@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"tally/generate"
+	"tally/internal/atomicfile"
 	"tally/scoring"
 )
 
@@ -496,7 +497,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		return written, fmt.Errorf("write lm-eval results: %w", err)
 	}
 	name := filepath.Join(folder, "results_"+dateID+".json")
-	if err := root.WriteFile(name, b, 0o644); err != nil {
+	if err := atomicfile.WriteIn(root, name, b); err != nil { // whole or not at all
 		return written, fmt.Errorf("write lm-eval results: %w", err)
 	}
 	return append(written, filepath.Join(dir, name)), nil
@@ -606,7 +607,7 @@ func sharedSeqs(td *TaskData, cols []int) []string {
 // iterates; it returns lm-eval's task hash (the hash of every line's
 // doc, prompt and target hashes, in order) and the number of documents.
 func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, error) {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := atomicfile.CreateIn(root, name) // whole or not at all
 	if err != nil {
 		return "", 0, fmt.Errorf("write lm-eval samples: %w", err)
 	}
@@ -652,9 +653,12 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 			w.WriteByte('\n')
 		}
 	}
-	werr = errors.Join(werr, w.Flush(), f.Close())
-	if werr != nil {
+	if werr = errors.Join(werr, w.Flush()); werr != nil {
+		f.Abort()
 		return "", 0, fmt.Errorf("write %s: %w", name, werr)
+	}
+	if err := f.Commit(); err != nil {
+		return "", 0, err
 	}
 	return hashString(hashes.String()), len(docs), nil
 }
