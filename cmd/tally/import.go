@@ -51,6 +51,9 @@ func newImportCmd() *cobra.Command {
 				return fmt.Errorf("pass one --tasks and the log as --data")
 			}
 			ctx := cmd.Context()
+			if err := checkDataFile(f.data); err != nil {
+				return err
+			}
 			recs, err := lmevallog.ReadFile(f.data)
 			if err != nil {
 				return err

@@ -212,6 +212,9 @@ func (f *runFlags) loadJobs(stderr io.Writer) (jobs []*generate.Job, cfgs []*tas
 	if f.data != "" && len(f.tasks) > 1 {
 		return nil, nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
 	}
+	if err := checkDataFile(f.data); err != nil {
+		return nil, nil, nil, err
+	}
 	set := map[string]string{}
 	for _, kv := range f.setArgs() {
 		k, v, ok := strings.Cut(kv, "=")
