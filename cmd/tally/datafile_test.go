@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,43 @@ func TestDataFIFORefused(t *testing.T) {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		t.Errorf("--data /dev/stdin: %v\n%s", err, stderr.String())
+	}
+}
+
+// TestWholeOutput (issue 37, item 5): the HTML page a report writes to a
+// file its shell opened (> or >>) is cut back to what the file held
+// before when the command does not finish; kept when it does.
+func TestWholeOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		before   string
+		finished bool
+		want     string
+	}{
+		{"interrupted, >", "", false, ""},
+		{"interrupted, >>", "earlier\n", false, "earlier\n"},
+		{"finished", "earlier\n", true, "earlier\n<html>…</html>\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "page.html")
+			if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			done := wholeOutput(f)
+			f.WriteString("<html>…")
+			if tc.finished {
+				f.WriteString("</html>\n")
+				done()
+			}
+			undoAtExit()
+			if got, _ := os.ReadFile(path); string(got) != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
 	}
 }

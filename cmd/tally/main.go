@@ -46,7 +46,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupted := interrupts(cancel, os.Stderr, func(code int) { atomicfile.RemovePending(); os.Exit(code) })
+	interrupted := interrupts(cancel, os.Stderr, func(code int) { undoAtExit(); atomicfile.RemovePending(); os.Exit(code) })
 	err := newRoot().ExecuteContext(ctx)
 	cancel()
 	code := exitStatus(err, os.Stderr)
@@ -55,6 +55,9 @@ func main() {
 		// interrupted.
 		fmt.Fprintln(os.Stderr, "tally: interrupted; finished work is committed, run the same command again to resume")
 		code = ExitInterrupted
+	}
+	if code != 0 && code != ExitFailed {
+		undoAtExit()
 	}
 	atomicfile.RemovePending()
 	os.Exit(code)
