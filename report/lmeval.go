@@ -387,7 +387,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 	for _, t := range m.tasks {
 		td := t.td
 		name := filepath.Join(folder, "samples_"+SanitizeTaskName(td.Task)+"_"+dateID+".jsonl")
-		hash, n, err := writeSamples(root, name, m, t)
+		hash, n, lines, err := writeSamples(root, name, m, t)
 		if err != nil {
 			return written, err
 		}
@@ -444,7 +444,8 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		filters := map[string]any{}
 		for _, g := range t.groups {
 			c := td.Columns[g.col]
-			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part}
+			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part,
+				"samples": lines[g.filter]} // what an import checks the file against
 		}
 		tallyTasks[td.Task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed}
 	}
@@ -605,11 +606,12 @@ func sharedSeqs(td *TaskData, cols []int) []string {
 // writeSamples writes a model's samples file of a task: per filter (in
 // column order), one line per sample in document order, as lm-eval
 // iterates; it returns lm-eval's task hash (the hash of every line's
-// doc, prompt and target hashes, in order) and the number of documents.
-func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, error) {
+// doc, prompt and target hashes, in order), the number of documents and
+// the lines written per filter.
+func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, map[string]int, error) {
 	f, err := atomicfile.CreateIn(root, name) // whole or not at all
 	if err != nil {
-		return "", 0, fmt.Errorf("write lm-eval samples: %w", err)
+		return "", 0, nil, fmt.Errorf("write lm-eval samples: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	td := t.td
@@ -632,6 +634,7 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	kwargs := map[string]any{"until": sharedSeqs(td, t.cols), "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0}
 	var hashes strings.Builder
 	docs := map[int]bool{}
+	lines := map[string]int{}
 	var werr error
 	for gi := range t.groups {
 		g := &t.groups[gi]
@@ -642,6 +645,7 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 				continue
 			}
 			docs[i] = true
+			lines[g.filter]++
 			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs)
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
 			b, err := json.Marshal(line)
@@ -655,12 +659,12 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	}
 	if werr = errors.Join(werr, w.Flush()); werr != nil {
 		f.Abort()
-		return "", 0, fmt.Errorf("write %s: %w", name, werr)
+		return "", 0, nil, fmt.Errorf("write %s: %w", name, werr)
 	}
 	if err := f.Commit(); err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
-	return hashString(hashes.String()), len(docs), nil
+	return hashString(hashes.String()), len(docs), lines, nil
 }
 
 // docIndices are the samples' document indices (lm-eval's doc_id): their

@@ -58,6 +58,9 @@ func newImportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := importer.CheckLog(f.data, recs); err != nil {
+				return err
+			}
 			jobs, _, _, err := f.loadJobs(cmd.ErrOrStderr())
 			if err != nil {
 				return err
