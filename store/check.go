@@ -232,8 +232,7 @@ func (c *checker) generations(ctx context.Context) {
 	for rows.Next() {
 		var g Generation
 		var rowid int64
-		var text, ids, offs []byte
-		var stops string
+		var text, ids, offs, stops []byte
 		var imported int
 		if err := rows.Scan(&rowid, &g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &text, &ids, &offs,
 			&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
@@ -243,7 +242,7 @@ func (c *checker) generations(ctx context.Context) {
 		last = rowid
 		c.r.Generations++
 		c.fps[g.Key] = g.Fingerprint
-		if _, _, _, sealed := splitSeal(stops); !sealed {
+		if _, _, _, sealed := splitSeal(string(stops)); !sealed {
 			c.r.UnsealedGenerations++
 			continue
 		}

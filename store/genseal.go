@@ -151,15 +151,25 @@ func sealedStops(g *Generation, ids, offsets []byte) string {
 
 // openStops checks the seal of a generation row as read (text, token ids
 // and offsets as stored; g's other fields scanned, its error not yet
-// redacted) and returns its stop record without the seal; ok is false
-// when the seal does not hold.
-func openStops(g *Generation, text, ids, offsets []byte, stored string, imported int) (stops string, ok bool) {
-	stops, _, all, sealed := splitSeal(stored)
+// redacted) and returns its stop record without the seal, cut from
+// stored in place; ok is false when the seal does not hold.
+func openStops(g *Generation, text, ids, offsets, stored []byte, imported int) (stops []byte, ok bool) {
+	n := len(stored)
+	_, _, all, sealed := splitSeal(unsafe.String(unsafe.SliceData(stored), n))
 	if !sealed {
 		return stored, true
 	}
+	// The record without its seal: `{…,"seal":"…"}` is `{…}`, and
+	// `{"seal":"…"}` is `{}`.
+	head := n - genSealTail
+	if stored[head-1] == ',' {
+		head--
+	}
+	stored[head] = '}'
+	stops = stored[:head+1]
 	_, got := genSums(&genFields{key: g.Key, fingerprint: g.Fingerprint, promptTokens: g.PromptTokens, nTokens: g.NTokens, budget: g.Budget,
-		text: text, ids: ids, offsets: offsets, finish: g.Finish, stops: stops, errText: g.Error, continued: g.Continued, imported: imported})
+		text: text, ids: ids, offsets: offsets, finish: g.Finish, stops: unsafe.String(unsafe.SliceData(stops), len(stops)),
+		errText: g.Error, continued: g.Continued, imported: imported})
 	return stops, got == all
 }
 

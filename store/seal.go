@@ -243,8 +243,9 @@ func sameStored(packed, rows []Score) error {
 // were sealed (a writing open, in its transaction): each row is first
 // checked against its key's rows of scores (legacyCheck); a row that
 // disagrees is dropped with the key's scores and digest, which the
-// command (rescore, run) then computes again from the generation. It
-// returns the number of keys dropped.
+// command (rescore, run) then computes again from the generation. Rows
+// are read, checked and sealed sealBatch at a time (what is held is one
+// batch). It returns the number of keys dropped.
 func sealLegacy(ctx context.Context, tx *txn) (dropped int, err error) {
 	if tx.eng == postgresEngine {
 		return 0, nil
@@ -260,58 +261,76 @@ func sealLegacy(ctx context.Context, tx *txn) (dropped int, err error) {
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name='packed_scores'`).Scan(&has); err != nil || has == 0 {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT rowid, gen_key, task, sample_id, setting_key, budget, digest, scores FROM packed_scores
-		WHERE substr(scores, 1, 1) <> x'80' ORDER BY rowid`)
-	if err != nil {
-		return 0, fmt.Errorf("seal the packed scores: %w", err)
-	}
-	var legacy []legacyRow
-	var rowids []int64
-	for rows.Next() {
-		var r legacyRow
-		var rowid int64
-		if err := rows.Scan(&rowid, &r.key.GenKey, &r.key.Task, &r.key.SampleID, &r.key.SettingKey, &r.key.Budget, &r.digest, &r.packed); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("seal the packed scores: %w", err)
-		}
-		legacy, rowids = append(legacy, r), append(rowids, rowid)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, fmt.Errorf("seal the packed scores: %w", err)
-	}
-	bad, _, err := legacyCheck(ctx, tx, legacy)
-	if err != nil {
-		return 0, err
-	}
-	drop := map[ScoreKey]bool{}
-	for _, k := range bad {
-		drop[k] = true
-	}
 	put, err := tx.PrepareContext(ctx, `UPDATE packed_scores SET scores=? WHERE rowid=?`)
 	if err != nil {
 		return 0, err
 	}
 	defer put.Close()
 	var buf []byte
-	for i, r := range legacy {
-		if drop[r.key] {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM packed_scores WHERE rowid=?`, rowids[i]); err != nil {
-				return 0, fmt.Errorf("drop the damaged scores of %s/%s: %w", r.key.Task, r.key.SampleID, err)
-			}
-			if err := deleteKeyScores(ctx, tx, r.key); err != nil {
-				return 0, err
-			}
-			continue
+	for after := int64(-1 << 63); ; {
+		legacy, rowids, err := legacyBatch(ctx, tx, after)
+		if err != nil {
+			return dropped, err
 		}
-		buf = sealPacked(buf[:0], r.key, r.digest, r.packed)
-		if _, err := put.ExecContext(ctx, buf, rowids[i]); err != nil {
-			return 0, fmt.Errorf("seal the packed scores of %s/%s: %w", r.key.Task, r.key.SampleID, err)
+		if len(rowids) == 0 {
+			break
 		}
+		after = rowids[len(rowids)-1]
+		bad, _, err := legacyCheck(ctx, tx, legacy)
+		if err != nil {
+			return dropped, err
+		}
+		drop := map[ScoreKey]bool{}
+		for _, k := range bad {
+			drop[k] = true
+		}
+		for i, r := range legacy {
+			if drop[r.key] {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM packed_scores WHERE rowid=?`, rowids[i]); err != nil {
+					return dropped, fmt.Errorf("drop the damaged scores of %s/%s: %w", r.key.Task, r.key.SampleID, err)
+				}
+				if err := deleteKeyScores(ctx, tx, r.key); err != nil {
+					return dropped, err
+				}
+				continue
+			}
+			buf = sealPacked(buf[:0], r.key, r.digest, r.packed)
+			if _, err := put.ExecContext(ctx, buf, rowids[i]); err != nil {
+				return dropped, fmt.Errorf("seal the packed scores of %s/%s: %w", r.key.Task, r.key.SampleID, err)
+			}
+		}
+		dropped += len(drop)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA application_id = %d`, sealedAppID)); err != nil {
-		return 0, fmt.Errorf("seal the packed scores: %w", err)
+		return dropped, fmt.Errorf("seal the packed scores: %w", err)
 	}
-	return len(drop), nil
+	return dropped, nil
+}
+
+// sealBatch is how many packed rows sealLegacy reads, checks and seals
+// at a time.
+const sealBatch = 4096
+
+// legacyBatch reads the next sealBatch packed rows from before seals
+// after rowid after, and their rowids.
+func legacyBatch(ctx context.Context, tx *txn, after int64) ([]legacyRow, []int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, gen_key, task, sample_id, setting_key, budget, digest, scores FROM packed_scores
+		WHERE rowid > ? AND substr(scores, 1, 1) <> x'80' ORDER BY rowid LIMIT ?`, after, sealBatch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("seal the packed scores: %w", err)
+	}
+	defer rows.Close()
+	var legacy []legacyRow
+	var rowids []int64
+	for rows.Next() {
+		var r legacyRow
+		var rowid int64
+		if err := rows.Scan(&rowid, &r.key.GenKey, &r.key.Task, &r.key.SampleID, &r.key.SettingKey, &r.key.Budget, &r.digest, &r.packed); err != nil {
+			return nil, nil, fmt.Errorf("seal the packed scores: %w", err)
+		}
+		legacy, rowids = append(legacy, r), append(rowids, rowid)
+	}
+	return legacy, rowids, rows.Err()
 }
 
 // deleteKeyScores deletes a key's rows of scores, score_digests and

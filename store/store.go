@@ -941,8 +941,7 @@ const generationCols = `key,fingerprint,task,sample_id,prompt_tokens,text,ids,of
 // scanGeneration reads a row of generationCols with scan; ok says
 // whether its key is wanted (only then is the rest decoded).
 func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Generation, ok bool, err error) {
-	var text, ids, offs []byte
-	var stops string
+	var text, ids, offs, stops []byte
 	var imported int
 	if err := scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &text, &ids, &offs,
 		&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
@@ -955,7 +954,7 @@ func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Gener
 		return Generation{}, false, &errDamagedGeneration{g.Key, g.Task, g.SampleID}
 	}
 	g.Text, g.Imported, g.Error = string(text), imported != 0, redact.String(g.Error)
-	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
+	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), stops
 	return g, true, nil
 }
 
