@@ -606,3 +606,31 @@ func (r *CheckReport) Err() error {
 	}
 	return errors.New("store " + r.Store + " is damaged (see above)")
 }
+
+// verifyScores makes Check's checks of the store's scores (every packed
+// row's seal, every key's rows of scores against its packed row) and
+// returns a *DamagedError naming the first damaged row and how many there
+// are: what a copy reads (it copies the rows of scores) must be what the
+// store reports, or it would be sealed anew in the copy.
+func (s *Store) verifyScores(ctx context.Context) error {
+	c := &checker{r: &CheckReport{Store: s.Path()}, db: s.db.DB, s: s, fps: map[string]string{}}
+	c.scores(ctx)
+	if len(c.r.Unreadable) > 0 {
+		return &DamagedError{Store: s.Path(), What: "its scores", Why: c.r.Unreadable[0]}
+	}
+	var lost []LostRow
+	for _, l := range c.r.Lost {
+		if l.Table == "packed_scores" || l.Table == "scores" {
+			lost = append(lost, l)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	l := lost[0]
+	what := fmt.Sprintf("the scores of %s/%s under stop setting %q, budget %d", l.Task, l.SampleID, l.Setting, l.Budget)
+	if len(lost) > 1 {
+		what += fmt.Sprintf(" (and %d more rows)", len(lost)-1)
+	}
+	return &DamagedError{Store: s.Path(), What: what, Why: l.Why + "; nothing is copied"}
+}

@@ -368,3 +368,24 @@ func TestCheckRepair(t *testing.T) {
 		t.Errorf("after the repair: %+v %v; want k000001's two scores as written, k000002's dropped", got, err)
 	}
 }
+
+// TestCopyRefusesDamage (issue 37, item 4): a store whose rows of scores
+// disagree with their sealed packed row (a flipped bit in the copy the
+// report does not read) is not copied: the copy would pack and seal the
+// damaged value anew in the destination.
+func TestCopyRefusesDamage(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openAtPath(t)
+	sealedFixture(t, src)
+	if _, err := src.db.ExecContext(ctx, `UPDATE scores SET value = 0.75 WHERE metric='f1'`); err != nil {
+		t.Fatal(err)
+	}
+	dst, _ := openAtPath(t)
+	var de *DamagedError
+	if _, err := src.Copy(ctx, dst, ""); !errors.As(err, &de) || !strings.Contains(err.Error(), "t/1") {
+		t.Fatalf("Copy of a damaged store: %v", err)
+	}
+	if n, err := dst.Counts(ctx); err != nil || n["scores"] != 0 || n["generations"] != 0 {
+		t.Errorf("the destination after a refused copy: %v %v", n, err)
+	}
+}
