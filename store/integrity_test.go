@@ -389,3 +389,25 @@ func TestCopyRefusesDamage(t *testing.T) {
 		t.Errorf("the destination after a refused copy: %v %v", n, err)
 	}
 }
+
+// TestResealPacked: a migration that renames a task in packed_scores with
+// SQL breaks the rows' seals; resealPacked seals them again.
+func TestResealPacked(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openAtPath(t)
+	g, _ := sealedFixture(t, s)
+	if _, err := s.db.ExecContext(ctx, `UPDATE packed_scores SET task='t@v1'`); err != nil {
+		t.Fatal(err)
+	}
+	var de *DamagedError
+	if _, err := s.ScoresFor(ctx, []string{g.Key}); !errors.As(err, &de) {
+		t.Fatalf("a renamed task under the old seal: %v", err)
+	}
+	if err := s.tx(ctx, func(tx *txn) error { return resealPacked(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ScoresFor(ctx, []string{g.Key})
+	if err != nil || len(got) != 2 || got[0].Task != "t@v1" {
+		t.Errorf("resealed: %+v %v", got, err)
+	}
+}

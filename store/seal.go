@@ -395,3 +395,52 @@ func (s *Store) packedScoresFor(ctx context.Context, genKeys []string) ([]Score,
 	}
 	return out, nil
 }
+
+// resealPacked seals every packed row again from what it holds now,
+// whether its seal held or not: for a migration that rewrites the
+// columns a seal covers (a key's task, sample, setting, budget or
+// digest) with SQL, which breaks every seal it touches. It is no check:
+// run it only on rows the migration itself wrote.
+func resealPacked(ctx context.Context, tx *txn) error {
+	put, err := tx.PrepareContext(ctx, `UPDATE packed_scores SET scores=? WHERE rowid=?`)
+	if err != nil {
+		return err
+	}
+	defer put.Close()
+	var buf []byte
+	for after := int64(-1 << 63); ; {
+		rows, err := tx.QueryContext(ctx, `SELECT rowid, gen_key, task, sample_id, setting_key, budget, digest, scores FROM packed_scores
+			WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, sealBatch)
+		if err != nil {
+			return fmt.Errorf("reseal the packed scores: %w", err)
+		}
+		var batch []legacyRow
+		var rowids []int64
+		for rows.Next() {
+			var r legacyRow
+			var rowid int64
+			if err := rows.Scan(&rowid, &r.key.GenKey, &r.key.Task, &r.key.SampleID, &r.key.SettingKey, &r.key.Budget, &r.digest, &r.packed); err != nil {
+				rows.Close()
+				return fmt.Errorf("reseal the packed scores: %w", err)
+			}
+			batch, rowids = append(batch, r), append(rowids, rowid)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("reseal the packed scores: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		after = rowids[len(rowids)-1]
+		for i, r := range batch {
+			body := r.packed
+			if len(body) >= sealLen && body[0] == sealMarker {
+				body = body[sealLen:]
+			}
+			buf = sealPacked(buf[:0], r.key, r.digest, body)
+			if _, err := put.ExecContext(ctx, buf, rowids[i]); err != nil {
+				return fmt.Errorf("reseal the packed scores of %s/%s: %w", r.key.Task, r.key.SampleID, err)
+			}
+		}
+	}
+}
