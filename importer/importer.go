@@ -142,6 +142,11 @@ func collectLMEval(files []string, model, version string, b *store.Batch) (map[s
 		if err != nil {
 			return nil, err
 		}
+		// The results file of the same run says how many samples the
+		// log holds: a log cut short is refused.
+		if err := CheckLog(path, recs); err != nil {
+			return nil, err
+		}
 		logTask := filepath.Base(path)
 		if m := samplesName.FindStringSubmatch(logTask); m != nil {
 			logTask = m[1]
@@ -201,6 +206,9 @@ func collectLMEval(files []string, model, version string, b *store.Batch) (map[s
 			}
 			if model != "" && r.Tally != nil {
 				tx.Model = model
+			}
+			if err := generate.CheckSettingName(tx.Setting); err != nil {
+				return nil, fmt.Errorf("import: %s line %d: %w", path, r.Line, err)
 			}
 			pred := r.Filtered
 			if pred == "" && r.Tally == nil {

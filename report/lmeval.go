@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"tally/generate"
+	"tally/internal/atomicfile"
 	"tally/scoring"
 )
 
@@ -423,7 +424,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 			variants[td.Task] = td.Variant
 		}
 		name := filepath.Join(folder, "samples_"+SanitizeTaskName(task)+"_"+dateID+".jsonl")
-		hash, n, err := writeSamples(root, name, m, t)
+		hash, n, lines, err := writeSamples(root, name, m, t)
 		if err != nil {
 			return written, err
 		}
@@ -484,7 +485,8 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		filters := map[string]any{}
 		for _, g := range t.groups {
 			c := td.Columns[g.col]
-			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part}
+			filters[g.filter] = map[string]any{"setting": c.Setting, "seqs": nonNil(c.Seqs()), "budget": c.Budget, "lm_eval_filter": g.part,
+				"samples": lines[g.filter]} // what an import checks the file against
 		}
 		tallyTasks[task] = map[string]any{"metrics": metricNames, "filters": filters, "failed": failed, "variant": td.Task, "label": td.label()}
 	}
@@ -537,7 +539,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		return written, fmt.Errorf("write lm-eval results: %w", err)
 	}
 	name := filepath.Join(folder, "results_"+dateID+".json")
-	if err := root.WriteFile(name, b, 0o644); err != nil {
+	if err := atomicfile.WriteIn(root, name, b); err != nil { // whole or not at all
 		return written, fmt.Errorf("write lm-eval results: %w", err)
 	}
 	return append(written, filepath.Join(dir, name)), nil
@@ -649,11 +651,12 @@ func sharedSeqs(td *TaskData, cols []int) []string {
 // writeSamples writes a model's samples file of a task: per filter (in
 // column order), one line per sample in document order, as lm-eval
 // iterates; it returns lm-eval's task hash (the hash of every line's
-// doc, prompt and target hashes, in order) and the number of documents.
-func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, error) {
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// doc, prompt and target hashes, in order), the number of documents and
+// the lines written per filter.
+func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, map[string]int, error) {
+	f, err := atomicfile.CreateIn(root, name) // whole or not at all
 	if err != nil {
-		return "", 0, fmt.Errorf("write lm-eval samples: %w", err)
+		return "", 0, nil, fmt.Errorf("write lm-eval samples: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	td := t.td
@@ -683,6 +686,7 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	}
 	var hashes strings.Builder
 	docs := map[int]bool{}
+	lines := map[string]int{}
 	var werr error
 	for gi := range t.groups {
 		g := &t.groups[gi]
@@ -693,6 +697,7 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 				continue
 			}
 			docs[i] = true
+			lines[g.filter]++
 			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs, response(td, sd, sc, until))
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
 			b, err := json.Marshal(line)
@@ -704,11 +709,14 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 			w.WriteByte('\n')
 		}
 	}
-	werr = errors.Join(werr, w.Flush(), f.Close())
-	if werr != nil {
-		return "", 0, fmt.Errorf("write %s: %w", name, werr)
+	if werr = errors.Join(werr, w.Flush()); werr != nil {
+		f.Abort()
+		return "", 0, nil, fmt.Errorf("write %s: %w", name, werr)
 	}
-	return hashString(hashes.String()), len(docs), nil
+	if err := f.Commit(); err != nil {
+		return "", 0, nil, err
+	}
+	return hashString(hashes.String()), len(docs), lines, nil
 }
 
 // docIndices are the samples' document indices (lm-eval's doc_id): their

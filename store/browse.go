@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -286,7 +285,7 @@ func (s *Store) Inventory(ctx context.Context) (*Inventory, error) {
 // fingerprints, when there are any) with its model fingerprint.
 func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genIndex, error) {
 	fieldSep := s.fieldSep()
-	q, args := `SELECT concat_ws(?, key, fingerprint) FROM generations`, []any{fieldSep}
+	q, args := `SELECT concat_ws(?, key, finish, `+s.sealTail()+`, fingerprint) FROM generations`, []any{fieldSep}
 	if len(only) > 0 {
 		q += " WHERE fingerprint IN (" + placeholders(len(only)) + ")"
 		args = append(args, anys(only)...)
@@ -302,12 +301,16 @@ func (s *Store) keyFingerprints(ctx context.Context, only []string) (*genIndex, 
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("read generation keys: %w", err)
 		}
-		// The key is hexadecimal; the fingerprint is the rest.
-		i := bytes.IndexByte(raw, fieldSep[0])
-		if i < 0 {
+		// The key is hexadecimal, the finish and the seal's tail hold no
+		// separator; the fingerprint is the rest.
+		f, ok := splitN(raw, fieldSep[0], 4)
+		if !ok {
 			return nil, fmt.Errorf("read generation keys: malformed row %q", raw)
 		}
-		out.add(raw[:i], raw[i+1:])
+		if err := s.checkShown(f[0], f[3], f[1], f[2]); err != nil {
+			return nil, err
+		}
+		out.add(f[0], f[3])
 	}
 	return out, rows.Err()
 }
@@ -572,7 +575,10 @@ func (s *Store) ReadGenerationsOf(ctx context.Context, f Filter) (map[string]Gen
 			&g.Finish, &stops, &g.Error, &g.Continued, &g.Imported, &g.GenSeconds, &g.RunID); err != nil {
 			return nil, fmt.Errorf("read generations: %w", err)
 		}
-		g.Stops, g.Error = json.RawMessage(stops), redact.String(g.Error)
+		if g.Stops, err = s.shownStops(&g, stops); err != nil {
+			return nil, err
+		}
+		g.Error = redact.String(g.Error)
 		out[g.Key] = g
 	}
 	return out, rows.Err()

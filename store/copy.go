@@ -31,8 +31,16 @@ type CopyStats struct {
 // and model), which is reused: copying twice changes nothing. Claims and
 // workers, which describe work in progress, are not copied. The copy is
 // one transaction of dst: all of it is written or, on an error or a
-// cancelled ctx, none of it.
+// cancelled ctx, none of it. A SQLite store's scores are checked first
+// (verifyScores): a damaged store is not copied.
 func (s *Store) Copy(ctx context.Context, dst *Store, fingerprint string) (CopyStats, error) {
+	if s.hasPackedScores() {
+		// The copy reads the rows of scores, which it packs and seals
+		// anew: they must hold what the store reports.
+		if err := s.verifyScores(ctx); err != nil {
+			return CopyStats{}, err
+		}
+	}
 	var st CopyStats
 	err := dst.tx(ctx, func(tx *txn) error {
 		st = CopyStats{}

@@ -77,7 +77,24 @@ func TestCopyRoundTrip(t *testing.T) {
 	if len(sb) != 2 {
 		t.Fatalf("scores %+v", sb)
 	}
+	// A SQLite store's ScoresFor reads its packed rows, which keep no
+	// runs: the scores table's rows say which run wrote them.
+	runOf := map[string]int64{}
+	rows, err := b.db.QueryContext(ctx, `SELECT gen_key, COALESCE(run_id, 0) FROM scores`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
+			t.Fatal(err)
+		}
+		runOf[k] = id
+	}
+	rows.Close()
 	for _, x := range sb {
+		x.RunID = runOf[x.GenKey]
 		want := scores[0]
 		if x.GenKey == g2.Key {
 			want = scores[1]

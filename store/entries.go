@@ -129,6 +129,9 @@ type rangeRows struct {
 	buf    []byte
 	ends   []int
 	values []float64
+	// legacy are the rows (their places) of packed_scores from before
+	// seals (scanSealed).
+	legacy []int
 	err    error
 }
 
@@ -203,7 +206,7 @@ func (s *Store) inRangesOrdered(ctx context.Context, table, what, q string, cond
 	}
 	q += " WHERE " + strings.Join(append([]string{"rowid >= ? AND rowid < ?"}, conds...), " AND ") + " ORDER BY rowid"
 	read := func(ctx context.Context, from int64, out *rangeRows) {
-		out.buf, out.ends, out.values = out.buf[:0], out.ends[:0], out.values[:0]
+		out.buf, out.ends, out.values, out.legacy = out.buf[:0], out.ends[:0], out.values[:0], out.legacy[:0]
 		rows, err := s.db.QueryContext(ctx, q, append([]any{args[0], from, from + entryRange}, args[1:]...)...)
 		if err != nil {
 			out.err = fmt.Errorf("%s: %w", what, err)

@@ -211,7 +211,7 @@ func (p *packedStatements) replace(ctx context.Context, k ScoreKey, scores []Sco
 		return buf, nil
 	}
 	digest := rowDigestOf(scores)
-	buf = packScores(buf[:0], scores, digest)
+	buf = packSealed(buf[:0], k, scores, digest)
 	if _, err := p.put.ExecContext(ctx, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget, digest, buf); err != nil {
 		return buf, fmt.Errorf("store the packed scores of %s/%s: %w", k.Task, k.SampleID, err)
 	}
@@ -344,7 +344,7 @@ func fillPackedScores(ctx context.Context, tx *txn) error {
 			group = append(earlier, group...)
 		}
 		digest := rowDigestOf(group)
-		buf = packScores(buf[:0], group, digest)
+		buf = packSealed(buf[:0], k, group, digest)
 		if _, err := put.ExecContext(ctx, last, k.GenKey, k.Task, k.SampleID, k.SettingKey, k.Budget, digest, buf); err != nil {
 			return fmt.Errorf("pack the scores of %s/%s: %w", k.Task, k.SampleID, err)
 		}
@@ -397,10 +397,14 @@ func readPackedRow(ctx context.Context, tx *txn, k ScoreKey, rowid int64) ([]Sco
 }
 
 // unpackedScores is key k's packed row (under its digest) as its scores,
-// a NULL value NaN.
+// a NULL value NaN; the row's seal, when it has one, is checked.
 func unpackedScores(k ScoreKey, packed []byte, digest string) ([]Score, error) {
 	var out []Score
-	err := unpackScores(packed, []byte(digest), func(p *packedScore) error {
+	packed, _, err := openSealedKey(k, digest, packed)
+	if err != nil {
+		return nil, err
+	}
+	err = unpackScores(packed, []byte(digest), func(p *packedScore) error {
 		x := Score{GenKey: k.GenKey, Task: k.Task, SampleID: k.SampleID, SettingKey: k.SettingKey, Budget: k.Budget, Metric: string(p.metric),
 			Setting: string(p.setting), Prediction: string(p.prediction), Digest: string(p.digest), Value: p.value}
 		if p.null {
@@ -424,9 +428,59 @@ func (s *Store) eachPackedEntry(ctx context.Context, f Filter, fpOf *genIndex, f
 		settings[x] = true
 	}
 	p := packedParser{sep: sep[0], fpOf: fpOf, settings: settings}
-	return s.inRangesOrdered(ctx, "packed_scores", "read scores", q, conds, args, scanPair, func(r *rangeRows) error {
+	return s.inRangesOrdered(ctx, "packed_scores", "read scores", q, conds, args, s.scanSealed, func(r *rangeRows) error {
+		if err := s.checkLegacyRows(ctx, r); err != nil {
+			return err
+		}
 		return r.each(func(raw, packed []byte, _ float64) error { return p.give(raw, packed, fn) })
 	})
+}
+
+// scanSealed reads a packed row (its key's fields joined, and its column
+// of scores) into a range's rows, its seal checked and cut off; a row
+// from before seals is kept whole and its place noted (r.legacy), for
+// checkLegacyRows.
+func (s *Store) scanSealed(rows *sql.Rows, out *rangeRows) error {
+	var fields, row sql.RawBytes
+	if err := rows.Scan(&fields, &row); err != nil {
+		return err
+	}
+	body, sealed, err := openSealed(fields, row)
+	if err != nil {
+		k, _ := packedKeyOf(fields)
+		return s.damagedScores(k, err.Error(), 0)
+	}
+	if !sealed {
+		out.legacy = append(out.legacy, len(out.values))
+	}
+	out.add(fields, body)
+	return nil
+}
+
+// checkLegacyRows checks the rows of a range that are from before seals
+// against their keys' rows of scores (legacyCheck).
+func (s *Store) checkLegacyRows(ctx context.Context, r *rangeRows) error {
+	if len(r.legacy) == 0 {
+		return nil
+	}
+	rows := make([]legacyRow, 0, len(r.legacy))
+	for _, i := range r.legacy {
+		start := 0
+		if i > 0 {
+			start = r.ends[2*i-1]
+		}
+		fields, packed := r.buf[start:r.ends[2*i]], r.buf[r.ends[2*i]:r.ends[2*i+1]]
+		k, digest := packedKeyOf(fields)
+		rows = append(rows, legacyRow{k, digest, packed})
+	}
+	bad, why, err := legacyCheck(ctx, s.db, rows)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return s.damagedScores(bad[0], why, len(bad)-1)
+	}
+	return nil
 }
 
 // packedParser turns packed rows into Entries, as entryParser does rows of

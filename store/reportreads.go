@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -37,7 +36,10 @@ func (s *Store) FailedGenerations(ctx context.Context, f Filter) ([]Generation, 
 			&g.Error, &g.Imported, &g.RunID); err != nil {
 			return nil, fmt.Errorf("read failed generations: %w", err)
 		}
-		g.Stops, g.Error = json.RawMessage(stops), redact.String(g.Error)
+		if g.Stops, err = s.shownStops(&g, stops); err != nil {
+			return nil, err
+		}
+		g.Error = redact.String(g.Error)
 		out = append(out, g)
 	}
 	return out, rows.Err()
@@ -63,7 +65,7 @@ func (s *Store) generationIndex(ctx context.Context, f Filter, gen func(int32, G
 // joined before the fingerprint (last: it may hold anything).
 func (s *Store) shownGenerationsInRanges(ctx context.Context, f Filter, fn func(g *Generation, key, fp []byte) error) error {
 	sep := s.fieldSep()
-	q := `SELECT concat_ws(?, key, prompt_tokens, imported, finish, octet_length(error), fingerprint), error || text FROM generations`
+	q := `SELECT concat_ws(?, key, prompt_tokens, imported, finish, octet_length(error), ` + s.sealTail() + `, fingerprint), error || text FROM generations`
 	where, args := f.where("")
 	var conds []string
 	if where != "" {
@@ -73,11 +75,14 @@ func (s *Store) shownGenerationsInRanges(ctx context.Context, f Filter, fn func(
 	finishes := ""
 	return s.inRangesOrdered(ctx, "generations", "read generations", q, conds, append([]any{sep}, args...), scanPair, func(r *rangeRows) error {
 		return r.each(func(raw, errText []byte, _ float64) error {
-			f, ok := splitFields(raw, sep[0])
+			f, ok := splitN(raw, sep[0], 7)
 			if !ok {
 				return fmt.Errorf("read generations: malformed row %q", raw)
 			}
-			key, tokens, imported, finish, errLen, fp := f[0], f[1], f[2], f[3], f[4], f[5]
+			key, tokens, imported, finish, errLen, fp := f[0], f[1], f[2], f[3], f[4], f[6]
+			if err := s.checkShown(key, fp, finish, f[5]); err != nil {
+				return err
+			}
 			n, err1 := strconv.Atoi(string(errLen))
 			pt, err2 := strconv.Atoi(string(tokens))
 			if err1 != nil || err2 != nil || n > len(errText) {

@@ -25,7 +25,9 @@ func testReportReadsRedactErrors(t *testing.T, newPath func() string) {
 	if err := s.PutGenerations(ctx, []Generation{g}, nil); err != nil {
 		t.Fatal(err)
 	}
-	// What an older tally wrote: the server's message as it came.
+	// What an older tally wrote: the server's message as it came (and
+	// no seal).
+	unseal(t, s, g.Key)
 	if _, err := s.db.ExecContext(ctx, `UPDATE generations SET error=? WHERE key=?`, "Incorrect API key provided: "+secret, g.Key); err != nil {
 		t.Fatal(err)
 	}

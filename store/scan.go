@@ -280,7 +280,7 @@ func (s *Store) scanGenerations(ctx context.Context, fingerprint string, want ma
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read generations: %w", err)
+		return nil, s.named(fmt.Errorf("read generations: %w", err))
 	}
 	return out, nil
 }

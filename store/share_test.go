@@ -75,13 +75,8 @@ func TestReadOnly(t *testing.T) {
 func TestReadOnlyOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.db.Exec("PRAGMA user_version = 1")
-	s.Close()
-	_, err = OpenReadOnly(ctx, path)
+	storeAtVersion(t, path, 1)
+	_, err := OpenReadOnly(ctx, path)
 	if err == nil || !strings.Contains(err.Error(), "older") {
 		t.Fatalf("older schema: %v", err)
 	}
@@ -93,14 +88,7 @@ func TestReadOnlyOlderSchema(t *testing.T) {
 func TestReadOnlyReadableOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.db.Exec("DROP TABLE workers; PRAGMA user_version = 2"); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	storeAtVersion(t, path, 2)
 	before, _ := os.ReadFile(path)
 	r, err := OpenReadOnly(ctx, path)
 	if err != nil {

@@ -205,13 +205,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so a transaction that reads before it writes never fails
 	// with a busy snapshot; it waits (busy_timeout) for the lock instead.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=cell_size_check(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(maxOpenSQLite)
 	s := &Store{db: &conn{DB: db}, path: path}
+	noteOpened(path)
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		var se *StorageError
@@ -245,13 +246,19 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("store %s is a directory, not a store file", path)
 	}
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	if err := checkForeign(ctx, path); err != nil {
+		return nil, err
+	}
 	// mode=ro needs the WAL index (-shm) beside the file, which a
 	// read-only directory cannot hold; immutable=1 then reads the file
 	// alone (any writer on such a store would have to have left the WAL
 	// checkpointed, as closing a store does).
 	var lastErr error
 	for _, params := range []string{"mode=ro", "mode=ro&immutable=1"} {
-		dsn := "file:" + path + "?" + params + "&_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+		dsn := "file:" + path + "?" + params + "&_pragma=busy_timeout(10000)&_pragma=query_only(1)&_pragma=cell_size_check(1)"
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -285,7 +292,11 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 				return nil, err
 			}
 		}
+		noteOpened(path)
 		return s, nil
+	}
+	if p := problemFor(path, lastErr); p != "" {
+		return nil, &StorageError{Store: path, Problem: p, Err: lastErr}
 	}
 	return nil, fmt.Errorf("open store %s read-only: %w", path, lastErr)
 }
@@ -384,10 +395,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v > len(migrations) {
 			return fmt.Errorf("schema version %d is newer than this tally (%d): upgrade tally", v, len(migrations))
 		}
-		if other, err := foreignTables(ctx, tx); err != nil {
+		if err := verifySchema(ctx, tx, v); err != nil {
 			return err
-		} else if len(other) > 0 {
-			return errForeign(other)
 		}
 		for i := v; i < len(migrations); i++ {
 			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
@@ -404,7 +413,8 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("record schema version %d: %w", len(migrations), err)
 			}
 		}
-		return nil
+		_, err := sealLegacy(ctx, tx)
+		return err
 	})
 }
 
@@ -665,8 +675,9 @@ func putGenerations(ctx context.Context, tx *txn, gens []Generation, now string)
 	}
 	defer gst.Close()
 	for _, g := range gens {
+		ids, offs := packInts(g.IDs), packInts(g.Offsets)
 		if _, err := gst.ExecContext(ctx, g.Key, g.Fingerprint, g.Task, g.SampleID, g.PromptTokens, tx.eng.text(g.Text),
-			packInts(g.IDs), packInts(g.Offsets), g.NTokens, g.Budget, g.Finish, nullJSON(g.Stops), g.Error,
+			ids, offs, g.NTokens, g.Budget, g.Finish, sealedStops(&g, ids, offs), g.Error,
 			g.Continued, boolInt(g.Imported), g.GenSeconds, g.RunID, now); err != nil {
 			return fmt.Errorf("store generation of %s/%s: %w", g.Task, g.SampleID, err)
 		}
@@ -960,7 +971,7 @@ func (s *Store) Generations(ctx context.Context, fingerprint string, keys []stri
 		return g.Key, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read generations: %w", err)
+		return nil, s.named(fmt.Errorf("read generations: %w", err))
 	}
 	return out, nil
 }
@@ -971,8 +982,7 @@ const generationCols = `key,fingerprint,task,sample_id,prompt_tokens,text,ids,of
 // scanGeneration reads a row of generationCols with scan; ok says
 // whether its key is wanted (only then is the rest decoded).
 func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Generation, ok bool, err error) {
-	var text, ids, offs []byte
-	var stops string
+	var text, ids, offs, stops []byte
 	var imported int
 	if err := scan(&g.Key, &g.Fingerprint, &g.Task, &g.SampleID, &g.PromptTokens, &text, &ids, &offs,
 		&g.NTokens, &g.Budget, &g.Finish, &stops, &g.Error, &g.Continued, &imported, &g.GenSeconds, &g.RunID); err != nil {
@@ -981,8 +991,11 @@ func scanGeneration(scan func(dest ...any) error, want map[string]bool) (g Gener
 	if !want[g.Key] {
 		return g, false, nil
 	}
+	if stops, ok = openStops(&g, text, ids, offs, stops, imported); !ok {
+		return Generation{}, false, &errDamagedGeneration{g.Key, g.Task, g.SampleID}
+	}
 	g.Text, g.Imported, g.Error = string(text), imported != 0, redact.String(g.Error)
-	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), json.RawMessage(stops)
+	g.IDs, g.Offsets, g.Stops = unpackInts(ids), unpackInts(offs), stops
 	return g, true, nil
 }
 
@@ -1136,8 +1149,14 @@ func (d *Digests) merge(o *Digests) {
 }
 
 // ScoresFor returns the stored scores of the given generation keys. An
-// undefined value (stored as NULL) reads as NaN.
+// undefined value (stored as NULL) reads as NaN. A SQLite store's are
+// read from its packed rows, checked (packedScoresFor: RunID is not
+// read); rows found damaged are a *DamagedScoresError, returned with the
+// scores of the others.
 func (s *Store) ScoresFor(ctx context.Context, genKeys []string) ([]Score, error) {
+	if s.hasPackedScores() {
+		return s.packedScoresFor(ctx, genKeys)
+	}
 	var out []Score
 	const chunk = 500
 	for i := 0; i < len(genKeys); i += chunk {

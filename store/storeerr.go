@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -53,7 +52,7 @@ func storageProblem(err error) string {
 		case sqlite3.SQLITE_NOTADB:
 			return "is not a SQLite database"
 		case sqlite3.SQLITE_CORRUPT:
-			return "is damaged (the SQLite file is corrupt)"
+			return problemCorrupt
 		}
 		return ""
 	}
@@ -73,6 +72,20 @@ func storageProblem(err error) string {
 	return ""
 }
 
+// problemCorrupt is storageProblem's word for SQLite's SQLITE_CORRUPT,
+// which problemFor makes damagedProblem.
+const problemCorrupt = "is damaged (the SQLite file is corrupt)"
+
+// problemFor is storageProblem for the store at path, a damaged file's
+// naming the command that says what is lost.
+func problemFor(path string, err error) string {
+	p := storageProblem(err)
+	if p == problemCorrupt {
+		return damagedProblem(path)
+	}
+	return p
+}
+
 // named returns err naming the store when it is about the store's storage
 // (a StorageError; unchanged otherwise, and when it already is one).
 func (s *Store) named(err error) error {
@@ -80,10 +93,15 @@ func (s *Store) named(err error) error {
 		return nil
 	}
 	var se *StorageError
-	if errors.As(err, &se) {
+	var de *DamagedError
+	if errors.As(err, &se) || errors.As(err, &de) {
 		return err
 	}
-	p := storageProblem(err)
+	if dg := (*errDamagedGeneration)(nil); errors.As(err, &dg) {
+		return &DamagedError{Store: s.Path(), What: dg.what(),
+			Why: "its seal does not match what it holds: the row is damaged"}
+	}
+	p := problemFor(s.Path(), err)
 	if p == "" {
 		return err
 	}
@@ -94,6 +112,9 @@ func (s *Store) named(err error) error {
 // asked to open it for writing (nil when it may): a directory, a file that
 // cannot be written, or a file in a directory that does not exist.
 func checkFile(path string) error {
+	if err := checkRegular(path); err != nil {
+		return err // a FIFO would hold the opens below for good
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -115,61 +136,49 @@ func checkFile(path string) error {
 	return nil
 }
 
-// tallyTables are the tables tally's SQLite migrations make.
-var tallyTables = []string{"runs", "samples", "generations", "scores", "claims", "workers", "score_digests", "packed_scores", "variants"}
-
-// foreignTables lists, sorted, the tables and views of a SQLite store that
-// tally does not make (SQLite's own excepted).
-func foreignTables(ctx context.Context, tx *txn) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type IN ('table','view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, fmt.Errorf("list tables: %w", err)
-		}
-		if !slices.Contains(tallyTables, name) {
-			out = append(out, name)
-		}
-	}
-	return out, rows.Err()
-}
-
 // checkForeign refuses, before the file is opened for writing (which
-// would switch it to WAL mode), an existing SQLite file that holds tables
-// tally does not make. A file it cannot read this way is left to the open
-// that follows to report.
+// would switch it to WAL mode) or for reading, an existing SQLite file
+// that is not a tally store (verifySchema: another application's tables,
+// triggers, or tables that only bear tally's names), and a store that a
+// check on open finds damaged (checkOnOpen). It reads the file alone
+// (immutable) when no WAL lies beside it, so that it leaves none there.
+// A file it cannot read this way for another reason than damage is left
+// to the open that follows to report.
 func checkForeign(ctx context.Context, path string) error {
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		return nil
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", aloneDSN(path))
 	if err != nil {
 		return nil
 	}
 	defer db.Close()
+	named := func(err error) error {
+		if p := problemFor(path, err); p != "" {
+			return &StorageError{Store: path, Problem: p, Err: err}
+		}
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil
+		return named(err)
 	}
 	defer tx.Rollback()
-	other, err := foreignTables(ctx, &txn{Tx: tx})
-	if err != nil || len(other) == 0 {
-		return nil
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return named(err)
 	}
-	return fmt.Errorf("open store %s: %w", path, errForeign(other))
-}
-
-// errForeign is why a writing command refuses a SQLite file holding other
-// tables than tally's.
-func errForeign(tables []string) error {
-	list := tables
-	if len(list) > 5 {
-		list = append(slices.Clone(list[:5]), fmt.Sprintf("… %d in all", len(tables)))
+	if err := verifySchema(ctx, tx, v); err != nil {
+		if p := problemFor(path, err); p != "" {
+			return &StorageError{Store: path, Problem: p, Err: err}
+		}
+		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	return fmt.Errorf("not a tally store: it holds tables tally does not make (%s); tally never writes into another application's database: name a new file", strings.Join(list, ", "))
+	if err := checkOnOpen(ctx, tx, path); err != nil {
+		if p := problemFor(path, err); p != "" {
+			return &StorageError{Store: path, Problem: p, Err: err}
+		}
+		return err
+	}
+	return nil
 }

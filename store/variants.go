@@ -488,20 +488,21 @@ func moveLegacyGroup(ctx context.Context, tx *txn, t *legacyTask, group string) 
 		}
 	}
 	rec := variant.New(variant.Spec{Task: t.name, Legacy: &variant.Legacy{Config: group, Prompts: len(own) == len(ids)}}, variant.Info{})
-	tables := []string{"scores", "score_digests"}
-	if tx.eng != postgresEngine {
-		tables = append(tables, "packed_scores")
-	}
 	for lo := 0; lo < len(keys); lo += 500 {
 		part := keys[lo:min(lo+500, len(keys))]
 		in := placeholders(len(part))
 		if _, err := tx.ExecContext(ctx, `UPDATE generations SET task=? WHERE key IN (`+in+`)`, append([]any{rec.Key}, anys(part)...)...); err != nil {
 			return rec, fmt.Errorf("move generations: %w", err)
 		}
-		for _, tb := range tables {
+		for _, tb := range []string{"scores", "score_digests"} {
 			if _, err := tx.ExecContext(ctx, `UPDATE `+tb+` SET task=? WHERE task=? AND gen_key IN (`+in+`)`,
 				append([]any{rec.Key, t.name}, anys(part)...)...); err != nil {
 				return rec, fmt.Errorf("move %s: %w", tb, err)
+			}
+		}
+		if tx.eng != postgresEngine {
+			if err := movePacked(ctx, tx, t.name, rec.Key, part); err != nil {
+				return rec, err
 			}
 		}
 	}
@@ -520,4 +521,46 @@ func moveLegacyGroup(ctx context.Context, tx *txn, t *legacyTask, group string) 
 		}
 	}
 	return rec, clearPrompts(ctx, tx, rec.Key, lost)
+}
+
+// movePacked moves the packed rows of scores of generations keys from
+// task to key: a sealed row whose seal holds is sealed again under its
+// new key (the seal covers the task); a row from before seals is moved
+// as it is (sealLegacy checks and seals it after the migrations); a row
+// whose seal is broken is moved broken, and is reported as damaged.
+func movePacked(ctx context.Context, tx *txn, task, key string, keys []string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, gen_key, sample_id, setting_key, budget, digest, scores FROM packed_scores
+		WHERE task=? AND gen_key IN (`+placeholders(len(keys))+`)`, append([]any{task}, anys(keys)...)...)
+	if err != nil {
+		return fmt.Errorf("move packed_scores: %w", err)
+	}
+	type moved struct {
+		rowid int64
+		row   []byte
+	}
+	var out []moved
+	for rows.Next() {
+		var m moved
+		var k ScoreKey
+		var digest string
+		if err := rows.Scan(&m.rowid, &k.GenKey, &k.SampleID, &k.SettingKey, &k.Budget, &digest, &m.row); err != nil {
+			rows.Close()
+			return fmt.Errorf("move packed_scores: %w", err)
+		}
+		k.Task = task
+		if body, sealed, err := openSealedKey(k, digest, m.row); err == nil && sealed {
+			k.Task = key
+			m.row = sealPacked(nil, k, digest, body)
+		}
+		out = append(out, m)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("move packed_scores: %w", err)
+	}
+	for _, m := range out {
+		if _, err := tx.ExecContext(ctx, `UPDATE packed_scores SET task=?, scores=? WHERE rowid=?`, key, m.row, m.rowid); err != nil {
+			return fmt.Errorf("move packed_scores: %w", err)
+		}
+	}
+	return nil
 }

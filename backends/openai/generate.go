@@ -203,7 +203,7 @@ func (b *Backend) stream(ctx context.Context, r backends.Request, prior, skip st
 
 	a := &attempt{Progress: resume.Progress{SkipLeft: skip}}
 	data, path := b.body(r, prior, budget)
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, b.base+path, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, b.url(path), bytes.NewReader(data))
 	if err != nil {
 		return a, fmt.Errorf("%w: %w", resume.ErrPermanent, err)
 	}
@@ -300,5 +300,5 @@ func (b *Backend) transportErr(ctx, actx context.Context, err error) error {
 	if cause := context.Cause(actx); errors.Is(cause, errStalled) && ctx.Err() == nil {
 		return fmt.Errorf("no data for %s: %w", b.opts.StallTimeout, errStalled)
 	}
-	return err
+	return cleanURLError(err)
 }

@@ -115,8 +115,14 @@ type Options struct {
 // Backend is a model on an OpenAI-compatible server; it implements
 // backends.Backend.
 type Backend struct {
-	http   *http.Client
-	base   string // API root without a trailing slash
+	http *http.Client
+	base string // API root without a trailing slash, nor its query
+	// query is the base URL's query (a server may take its key there),
+	// sent with every request.
+	query string
+	// ident is the base URL as the fingerprint and messages name it: its
+	// credentials dropped (redact.DropURLSecrets), the rest as it was.
+	ident  string
 	key    string
 	model  string
 	opts   Options
@@ -133,7 +139,7 @@ func Open(ctx context.Context, model string, opts Options) (*Backend, error) {
 		return nil, errors.New("openai: empty model name")
 	}
 	opts = withDefaults(opts)
-	base, err := baseURL(opts.BaseURL)
+	base, query, ident, err := baseURL(opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +147,7 @@ func Open(ctx context.Context, model string, opts Options) (*Backend, error) {
 	if key == "" {
 		key = os.Getenv("OPENAI_API_KEY")
 	}
-	b := &Backend{http: &http.Client{Transport: opts.Transport}, base: base, key: key, model: model, opts: opts}
+	b := &Backend{http: &http.Client{Transport: opts.Transport}, base: base, query: query, ident: ident, key: key, model: model, opts: opts}
 	m, err := b.find(ctx)
 	if err != nil {
 		return nil, err
@@ -183,8 +189,11 @@ func withDefaults(o Options) Options {
 }
 
 // baseURL resolves the API root: s, else OPENAI_BASE_URL, else
-// DefaultBaseURL, without its trailing slash.
-func baseURL(s string) (string, error) {
+// DefaultBaseURL, without its trailing slash, its query (returned apart,
+// sent with every request) or its user info (which tally does not send);
+// ident is the URL as a fingerprint and messages name it: as before
+// (query included), with any credential in its query dropped.
+func baseURL(s string) (base, query, ident string, err error) {
 	if s == "" {
 		s = os.Getenv("OPENAI_BASE_URL")
 	}
@@ -193,10 +202,32 @@ func baseURL(s string) (string, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("openai: bad base URL %q (want http[s]://host[:port]/v1)", s)
+		return "", "", "", fmt.Errorf("openai: bad base URL %q (want http[s]://host[:port]/v1)", redact.DropURLSecrets(s))
 	}
 	u.User = nil // credentials in a URL would end up in the fingerprint
-	return strings.TrimRight(u.String(), "/"), nil
+	ident = redact.DropURLSecrets(strings.TrimRight(u.String(), "/"))
+	query = u.RawQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return strings.TrimRight(u.String(), "/"), query, ident, nil
+}
+
+// cleanURLError drops from the URL an HTTP client's error names (a
+// url.Error) the credentials its query may carry (the base URL's key).
+func cleanURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.DropURLSecrets(ue.URL)
+	}
+	return err
+}
+
+// url is the URL of an endpoint (a path under the API root), with the
+// base URL's query.
+func (b *Backend) url(path string) string {
+	if b.query == "" {
+		return b.base + path
+	}
+	return b.base + path + "?" + b.query
 }
 
 // modelInfo is one entry of /v1/models; Extra keeps the server-specific
@@ -251,24 +282,24 @@ func (m modelInfo) revision() string {
 
 // find lists /v1/models and returns the entry for b.model.
 func (b *Backend) find(ctx context.Context) (modelInfo, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/models", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url("/models"), nil)
 	if err != nil {
-		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, err)
+		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.ident, err)
 	}
 	b.authorize(req)
 	resp, err := b.http.Do(req)
 	if err != nil {
-		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, err)
+		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.ident, cleanURLError(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, b.readError(resp))
+		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.ident, b.readError(resp))
 	}
 	var list struct {
 		Data []map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.base, err)
+		return modelInfo{}, fmt.Errorf("openai: list models at %s: %w", b.ident, err)
 	}
 	var ids []string
 	var tagged *modelInfo
@@ -287,7 +318,7 @@ func (b *Backend) find(ctx context.Context) (modelInfo, error) {
 	if tagged != nil {
 		return *tagged, nil
 	}
-	return modelInfo{}, fmt.Errorf("openai: model %q is not served at %s (served: %s)", b.model, b.base, strings.Join(ids, ", "))
+	return modelInfo{}, fmt.Errorf("openai: model %q is not served at %s (served: %s)", b.model, b.ident, strings.Join(ids, ", "))
 }
 
 // authorize adds the bearer token, when there is one.
@@ -300,7 +331,8 @@ func (b *Backend) authorize(req *http.Request) {
 // Name returns "openai".
 func (b *Backend) Name() string { return "openai" }
 
-// Fingerprint is "openai:" + base URL + served model id + the revision the
+// Fingerprint is "openai:" + base URL (without a credential its query
+// may carry: a key there is no part of the model) + served model id + the revision the
 // server reports in /v1/models (a digest of its identifying fields) + the
 // pinned Options.Revision label, then "chat" in chat mode: chat and raw
 // completions of one model never answer for each other. It is asked of the
@@ -310,7 +342,7 @@ func (b *Backend) Fingerprint(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("openai: fingerprint: %w", err)
 	}
-	fp := fmt.Sprintf("openai:%s|%s|%s|%s", b.base, m.ID, m.revision(), b.opts.Revision)
+	fp := fmt.Sprintf("openai:%s|%s|%s|%s", b.ident, m.ID, m.revision(), b.opts.Revision)
 	if b.opts.Chat {
 		fp += "|chat"
 		if b.opts.System != "" {

@@ -161,7 +161,11 @@ func (b *Backend) tokenize(ctx context.Context, r backends.Request) (int, error)
 	}
 	data, _ = json.Marshal(m)
 	root := strings.TrimSuffix(b.base, "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, root+"/tokenize", bytes.NewReader(data))
+	u := root + "/tokenize"
+	if b.query != "" {
+		u += "?" + b.query
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -66,7 +67,15 @@ func comparisonCmd(use, defFormat, short, long string) *cobra.Command {
 					"device", "dtype", "base-url", "model-revision", "skip-bad"); err != nil {
 					return err
 				}
-				return storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				done := func() {}
+				if out, ok := cmd.OutOrStdout().(*os.File); ok && format == "html" {
+					done = wholeOutput(out) // the page is written as it is made: whole or nothing
+				}
+				err := storeReport(ctx, f, format, f.outputPath, showChanged, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				if err == nil {
+					done()
+				}
+				return err
 			}
 			s, err := f.open(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {

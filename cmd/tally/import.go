@@ -74,8 +74,14 @@ func importLog(cmd *cobra.Command, f *runFlags) error {
 		return fmt.Errorf("pass one --tasks and the log as --data")
 	}
 	ctx := cmd.Context()
+	if err := checkDataFile(f.data); err != nil {
+		return err
+	}
 	recs, err := lmevallog.ReadFile(f.data)
 	if err != nil {
+		return err
+	}
+	if err := importer.CheckLog(f.data, recs); err != nil {
 		return err
 	}
 	recs = lmevallog.OnePerDoc(recs) // a document logged once per filter (stop setting) is one sample

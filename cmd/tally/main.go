@@ -10,12 +10,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"tally/internal/atomicfile"
 	"tally/internal/lmevalcli"
 	"tally/internal/redact"
+	"tally/store"
 )
 
 // Exit statuses (documented in the README).
@@ -42,26 +46,54 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
-	interrupts(cancel, os.Stderr)
+	interrupted := interrupts(cancel, os.Stderr, func(code int) { undoAtExit(); atomicfile.RemovePending(); os.Exit(code) })
 	err := newRoot().ExecuteContext(ctx)
 	cancel()
-	os.Exit(exitStatus(err, os.Stderr))
+	code := exitStatus(err, os.Stderr)
+	if interrupted.Load() && code != ExitInterrupted {
+		// The command ended on its own after the signal: it was still
+		// interrupted.
+		fmt.Fprintln(os.Stderr, "tally: interrupted; finished work is committed, run the same command again to resume")
+		code = ExitInterrupted
+	}
+	if code != 0 && code != ExitFailed {
+		undoAtExit()
+	}
+	atomicfile.RemovePending()
+	os.Exit(code)
 }
+
+// interruptBound is how long after the first SIGINT or SIGTERM tally
+// ends at the latest, whatever it is doing: the writes that record
+// finished work get store.CommitGrace, and a command waiting on something
+// that ignores its cancelled context (a read of a pipe that never ends,
+// a file system that does not answer) is ended this much after the
+// signal.
+const interruptBound = store.CommitGrace + 2*time.Second
 
 // interrupts makes SIGINT and SIGTERM cancel the command's context (work
 // stops, and what finished is committed within a few seconds: see
-// store.CommitGrace), and a second one end tally at once with status
-// ExitInterrupted (every write is a transaction: nothing committed is lost).
-func interrupts(cancel context.CancelFunc, w io.Writer) {
+// store.CommitGrace); a command still running interruptBound later, or a
+// second signal, ends tally with status ExitInterrupted through exit
+// (every write is a transaction, every file written whole: nothing
+// committed is lost). The flag it returns says whether a signal came.
+func interrupts(cancel context.CancelFunc, w io.Writer, exit func(code int)) *atomic.Bool {
+	var came atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
+		came.Store(true)
 		cancel()
-		<-sigs
-		fmt.Fprintln(w, "tally: interrupted again: exiting now; committed work is kept, run the same command again to resume")
-		os.Exit(ExitInterrupted)
+		select {
+		case <-sigs:
+			fmt.Fprintln(w, "tally: interrupted again: exiting now; committed work is kept, run the same command again to resume")
+		case <-time.After(interruptBound):
+			fmt.Fprintf(w, "tally: interrupted: still busy %s after the signal, exiting now; committed work is kept, run the same command again to resume\n", interruptBound)
+		}
+		exit(ExitInterrupted)
 	}()
+	return &came
 }
 
 // exitStatus prints err (if any) on w and returns the exit status for it.
@@ -69,6 +101,7 @@ func exitStatus(err error, w io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	err = store.Explain(err) // a damaged store's raw SQLite error names the store
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(w, "tally: interrupted; finished work is committed, run the same command again to resume")
 		return ExitInterrupted
@@ -103,6 +136,7 @@ func newRoot() *cobra.Command {
 		newReportCmd(),
 		newLsCmd(),
 		newUpgradeCmd(),
+		newCheckCmd(),
 		newMetricCmd(),
 		newTasksCmd(),
 		newGenerateCmd(),

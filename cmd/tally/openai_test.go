@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -183,5 +184,48 @@ func TestUseChat(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("useChat(%v, %v) = %v, %v", tc.force, tc.tasks, got, err)
 		}
+	}
+}
+
+// TestBaseURLSecretNotKept (issue 37, item 5): a key written into
+// --base-url's query reaches the server but never the model's fingerprint,
+// the store, ls --json, a report or the lm-eval files; the run's
+// generations are those of the base URL without it (the same fingerprint,
+// so nothing is generated again).
+func TestBaseURLSecretNotKept(t *testing.T) {
+	const secret = "S3CRET-in-the-url"
+	t.Setenv("OPENAI_API_KEY", "")
+	f := newFakeOpenAI(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "o.db")
+	var outs bytes.Buffer
+	first, out := runTally(t, built, "run", "--model", "openai:tiny", "--base-url", f.srv.URL+"/v1?api_key="+secret, "--tasks", "demo",
+		"--limit", "3", "--store", db, "--json", "--output-path", filepath.Join(dir, "lm"))
+	outs.WriteString(out)
+	if first.GenerationsNew != 3 {
+		t.Fatalf("run %+v", first)
+	}
+	again, out := runTally(t, built, "run", "--model", "openai:tiny", "--base-url", f.srv.URL+"/v1", "--tasks", "demo", "--limit", "3", "--store", db, "--json")
+	outs.WriteString(out)
+	if again.GenerationsNew != 0 || again.GenerationsReused != 3 {
+		t.Errorf("the same server without the key in its URL: %+v; want its generations reused", again)
+	}
+	for _, args := range [][]string{{"ls", "--store", db, "--json"}, {"report", "--store", db, "--format", "json"}} {
+		stdout, stderr, _ := runStatus(t, args...)
+		outs.WriteString(stdout + stderr)
+	}
+	stored, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(filepath.Join(dir, "lm"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			outs.Write(b)
+		}
+		return nil
+	})
+	if strings.Contains(outs.String(), secret) || bytes.Contains(stored, []byte(secret)) {
+		t.Error("the key in --base-url leaked into an output, a file or the store")
 	}
 }

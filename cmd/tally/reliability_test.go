@@ -128,12 +128,13 @@ func TestBudgetPastContext(t *testing.T) {
 		}
 	}
 	checkNothingToDo("after the run")
-	// An earlier tally recorded a capped generation as "length".
+	// An earlier tally recorded a capped generation as "length" (and
+	// wrote no seal: the stop record's last member, `,"seal":"…"`).
 	sdb, err := sql.Open("sqlite", db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sdb.Exec(`UPDATE generations SET finish='length' WHERE finish='context-full'`); err != nil {
+	if _, err := sdb.Exec(`UPDATE generations SET finish='length', stops=substr(stops, 1, length(stops)-27) || '}' WHERE finish='context-full'`); err != nil {
 		t.Fatal(err)
 	}
 	sdb.Close()

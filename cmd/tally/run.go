@@ -14,7 +14,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -188,8 +187,8 @@ func (f *runFlags) settings() ([]generate.StopSetting, error) {
 		if seen[s.Name] {
 			return nil, fmt.Errorf("stop setting %q given twice", s.Name)
 		}
-		if strings.ContainsAny(s.Name, "/\\") || strings.ContainsFunc(s.Name, unicode.IsControl) || s.Name == "." || s.Name == ".." {
-			return nil, fmt.Errorf("--stop %q: a setting name may not hold a path separator or a control character, or be . or ..", a)
+		if err := generate.CheckSettingName(s.Name); err != nil {
+			return nil, fmt.Errorf("--stop %q: %w", a, err)
 		}
 		seen[s.Name] = true
 		out = append(out, s)
@@ -310,6 +309,9 @@ func (f *runFlags) resolveTasks(set map[string]string) (cfgs []*tasks.Config, sp
 	}
 	if f.data != "" && len(f.tasks) > 1 {
 		return nil, nil, fmt.Errorf("--data applies to one task; %d given", len(f.tasks))
+	}
+	if err := checkDataFile(f.data); err != nil {
+		return nil, nil, err
 	}
 	for _, spec := range f.tasks {
 		cs, err := tasks.ResolveAll(spec, set)

@@ -8,6 +8,7 @@
 package redact
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode"
@@ -57,6 +58,13 @@ func String(s string, secrets ...string) string {
 	})
 	s = apiKey.ReplaceAllString(s, Mask)
 	s = userinfo.ReplaceAllString(s, "${1}:"+Mask+"@")
+	s = urlQuerySecret.ReplaceAllStringFunc(s, func(m string) string {
+		sub := urlQuerySecret.FindStringSubmatch(m)
+		if sub[2] == Mask {
+			return m
+		}
+		return sub[1] + Mask
+	})
 	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
 		sub := keyValue.FindStringSubmatch(m)
 		if sub[3] == "" || sub[3] == Mask {
@@ -65,4 +73,61 @@ func String(s string, secrets ...string) string {
 		return sub[1] + sub[2] + Mask
 	})
 	return s
+}
+
+// secretParams are the names (lower case, "-" as "_") of URL query
+// parameters that carry a credential: DropURLSecrets removes them, and
+// String masks their values in a URL's query.
+var secretParams = map[string]bool{
+	"api_key": true, "apikey": true, "key": true, "x_api_key": true, "api_token": true, "token": true, "access_token": true,
+	"auth_token": true, "id_token": true, "auth": true, "secret": true, "client_secret": true, "password": true, "passwd": true,
+	"pwd": true, "sig": true, "signature": true,
+}
+
+// urlQuerySecret matches a credential parameter of a URL's query (after
+// ? or &) and its value.
+var urlQuerySecret = regexp.MustCompile(`(?i)([?&](?:x[_-]?)?(?:api[_-]?key|apikey|key|api[_-]?token|token|access[_-]?token|auth[_-]?token|id[_-]?token|auth|secret|client[_-]?secret|password|passwd|pwd|sig|signature)=)([^&\s#'"]+)`)
+
+// DropURLSecrets returns the URL s without the credentials it carries:
+// its user info (user and password) and the query parameters that name a
+// credential (api_key, key, token, access_token, secret, password, sig, …),
+// each removed with its value and its separator; everything else byte for
+// byte as it was, so that s itself comes back when it carries none (an
+// identity made from a URL, such as a model's fingerprint, keeps its
+// value). A string that does not parse as a URL comes back masked by
+// String.
+func DropURLSecrets(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return String(s)
+	}
+	out := s
+	if u.User != nil {
+		if i := strings.Index(out, u.User.String()+"@"); i >= 0 {
+			out = out[:i] + out[i+len(u.User.String())+1:]
+		}
+	}
+	q, frag, hasFrag := strings.Cut(out, "#")
+	base, query, hasQuery := strings.Cut(q, "?")
+	if !hasQuery {
+		return out
+	}
+	var kept []string
+	for _, p := range strings.Split(query, "&") {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if !secretParams[strings.ReplaceAll(strings.ToLower(name), "-", "_")] {
+			kept = append(kept, p)
+		}
+	}
+	out = base
+	if len(kept) > 0 {
+		out += "?" + strings.Join(kept, "&")
+	}
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
 }

@@ -63,3 +63,43 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// TestDropURLSecrets (issue 37, item 5): a URL's user info and the query
+// parameters that carry a credential are dropped, each with its separator;
+// the rest of the URL comes back byte for byte, and a URL without one
+// comes back as it was.
+func TestDropURLSecrets(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://h:8000/v1", "http://h:8000/v1"},
+		{"http://h/v1?x=1&y=%20z", "http://h/v1?x=1&y=%20z"},
+		{"http://h/v1?api_key=K1", "http://h/v1"},
+		{"http://h/v1?api-version=2024&api-key=K2", "http://h/v1?api-version=2024"},
+		{"http://h/v1?key=K3&x=1#frag", "http://h/v1?x=1#frag"},
+		{"http://h/v1?Token=K4&access_token=K5&sig=K6", "http://h/v1"},
+		{"http://u:K7@h/v1", "http://h/v1"},
+		{"http://K8@h/v1?keyspace=a", "http://h/v1?keyspace=a"},
+	}
+	for _, tc := range tests {
+		if got := DropURLSecrets(tc.in); got != tc.want {
+			t.Errorf("DropURLSecrets(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestStringURLQuery (issue 37, item 5): String masks a credential in a
+// URL's query, whatever message holds the URL.
+func TestStringURLQuery(t *testing.T) {
+	for _, in := range []string{
+		`Get "http://h/v1/models?api_key=K1SECRET": dial tcp: refused`,
+		`at http://h/v1?x=1&key=K1SECRET`,
+		`http://h/v1?token=K1SECRET&x=1`,
+		`https://h/v1?access_token=K1SECRET`,
+	} {
+		if got := String(in); strings.Contains(got, "K1SECRET") || !strings.Contains(got, Mask) {
+			t.Errorf("String(%q) = %q", in, got)
+		}
+	}
+	if in := "http://h/v1?keyspace=a&x=1"; String(in) != in {
+		t.Errorf("String(%q) = %q, want it unchanged", in, String(in))
+	}
+}
