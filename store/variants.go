@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,11 +89,48 @@ func putVariants(ctx context.Context, tx *txn, recs []variant.Record) error {
 			return fmt.Errorf("store variant %s: %w", r.Key, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO variants(task,name,record) VALUES(?,?,?)
-			ON CONFLICT(task) DO UPDATE SET name=excluded.name, record=excluded.record`, r.Key, r.Spec.Task, string(b)); err != nil {
+			ON CONFLICT(task) DO UPDATE SET name=excluded.name, record=excluded.record`, r.Key, r.Spec.Task, sealRecord(r.Key, b)); err != nil {
 			return fmt.Errorf("store variant %s: %w", r.Key, err)
 		}
 	}
 	return nil
+}
+
+// A variant's record is sealed as its scores are (seal.go): the record
+// column holds the record's JSON, a newline and the first 16 hexadecimal
+// digits of the SHA-256 of its key and its JSON, so that a damaged record
+// (which labels a task and says what made it) is named, never read.
+
+// sealRecord is the record column of key's record b.
+func sealRecord(key string, b []byte) string {
+	return string(b) + "\n" + recordSum(key, b)
+}
+
+// recordSum is the seal of key's record b.
+func recordSum(key string, b []byte) string {
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// openRecord reads key's record column, checking its seal and, for a
+// variant of a run, that its key is its spec's.
+func openRecord(key, col string) (variant.Record, error) {
+	i := strings.LastIndexByte(col, '\n')
+	if i < 0 || col[i+1:] != recordSum(key, []byte(col[:i])) {
+		return variant.Record{}, errSeal
+	}
+	var r variant.Record
+	if err := json.Unmarshal([]byte(col[:i]), &r); err != nil {
+		return variant.Record{}, err
+	}
+	if r.Spec.Legacy == nil && r.Spec.Key() != key {
+		return variant.Record{}, fmt.Errorf("its key is not its spec's (%s)", r.Spec.Key())
+	}
+	r.Key = key
+	return r, nil
 }
 
 // Variants reads every stored variant's record by its key (none for a
@@ -111,11 +150,10 @@ func (s *Store) Variants(ctx context.Context) (map[string]variant.Record, error)
 		if err := rows.Scan(&key, &rec); err != nil {
 			return nil, fmt.Errorf("read variants: %w", err)
 		}
-		var r variant.Record
-		if err := json.Unmarshal([]byte(rec), &r); err != nil {
-			return nil, fmt.Errorf("read variant %s: %w", key, err)
+		r, err := openRecord(key, rec)
+		if err != nil {
+			return nil, &DamagedError{Store: s.Path(), What: "the record of task variant " + key, Why: err.Error()}
 		}
-		r.Key = key
 		out[key] = r
 	}
 	if err := rows.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -241,5 +242,35 @@ func testLegacyReplacedPrompts(t *testing.T, newPath func() string) {
 	recs, _ := s.Variants(ctx)
 	if rec := recs["drop"]; rec.Spec.Legacy == nil || rec.Spec.Legacy.Prompts {
 		t.Errorf("variant %+v, want its prompts marked as not all stored", rec)
+	}
+}
+
+// TestVariantRecordSealed: a variant's record whose bytes changed (a bit
+// flipped in its JSON, valid or not) is named as damage, never read.
+func TestVariantRecordSealed(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	rec := variant.New(variant.Spec{Task: "drop", Fields: map[string]string{"fewshot": "3"}}, variant.Info{FewShot: 3})
+	if err := s.PutVariants(ctx, []variant.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Variants(ctx); err != nil || got[rec.Key].Info.FewShot != 3 {
+		t.Fatalf("Variants = %v, %v", got, err)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"a number changed", `"fewshot":3`, `"fewshot":2`},
+		{"JSON broken", `"fewshot":3`, `"fewshot"3`},
+	} {
+		if _, err := s.db.ExecContext(ctx, `UPDATE variants SET record=replace(record, ?, ?)`, tc.from, tc.to); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Variants(ctx)
+		var d *DamagedError
+		if !errors.As(err, &d) || !strings.Contains(err.Error(), s.Path()) {
+			t.Errorf("%s: Variants error %v, want a DamagedError naming the store", tc.name, err)
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE variants SET record=replace(record, ?, ?)`, tc.to, tc.from); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -384,7 +384,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 		if err != nil {
 			return Loaded{}, fmt.Errorf("task %s: %w", c.Task, err)
 		}
-		if files["data"], err = requestDigest(req, nil); err != nil {
+		if files["data"], err = requestDigest(req, nil, samples); err != nil {
 			return Loaded{}, err
 		}
 		// Every sample is put under the config's task name; the
@@ -410,7 +410,7 @@ func (c *Config) Load(opt LoadOptions) (Loaded, error) {
 			writeLoadCache(kept, identity, r)
 		}
 	}
-	if files["data"], err = requestDigest(req, digest); err != nil {
+	if files["data"], err = requestDigest(req, digest, r.samples); err != nil {
 		return Loaded{}, err
 	}
 	return Loaded{Samples: selectSamples(r.samples, opt), Skipped: r.skipped, Total: len(r.samples), Files: files}, nil

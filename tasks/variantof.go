@@ -97,8 +97,11 @@ func (c *Config) loadFiles(files map[string]FileDigest) error {
 }
 
 // requestDigest is the digest of a request's data: its embedded bytes, or
-// the file or folder at its path (known, when already computed).
-func requestDigest(req datasets.Request, known []byte) (FileDigest, error) {
+// the file or folder at its path (known, when already computed); for data
+// that cannot be read twice (a pipe: --data /dev/stdin, <(zcat …)), the
+// digest of what the load made of it (loaded: every sample's id, prompt,
+// references and metadata), "samples:" and hexadecimal digits.
+func requestDigest(req datasets.Request, known []byte, loaded []datasets.Sample) (FileDigest, error) {
 	if known != nil {
 		return FileDigest{req.Path, hex.EncodeToString(known)}, nil
 	}
@@ -106,11 +109,28 @@ func requestDigest(req datasets.Request, known []byte) (FileDigest, error) {
 		sum := sha256.Sum256(req.Data)
 		return FileDigest{req.Path, hex.EncodeToString(sum[:])}, nil
 	}
+	if st, err := os.Stat(req.Path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return FileDigest{req.Path, "samples:" + samplesDigest(loaded)}, nil
+	}
 	d, err := digestPath(req.Path)
 	if err != nil {
 		return FileDigest{}, fmt.Errorf("task %s: data: %w", req.Task, err)
 	}
 	return FileDigest{req.Path, d}, nil
+}
+
+// samplesDigest is the SHA-256 of samples' ids, prompts, references and
+// metadata, in order.
+func samplesDigest(samples []datasets.Sample) string {
+	h := sha256.New()
+	for _, s := range samples {
+		meta, _ := json.Marshal(s.Metadata)
+		for _, part := range [][]byte{[]byte(s.ID), []byte(s.Prompt), s.References, meta} {
+			fmt.Fprintf(h, "%d:", len(part))
+			h.Write(part)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // digestFiles is the digest of several files read in turn: of their

@@ -375,6 +375,9 @@ func makeEarlierStore(t *testing.T, path string) {
 		`DELETE FROM samples WHERE task<>'` + last + `'`,
 		`UPDATE samples SET task='drop'`, `UPDATE generations SET task='drop'`, `UPDATE scores SET task='drop'`,
 		`UPDATE score_digests SET task='drop'`, `UPDATE packed_scores SET task='drop'`,
+		// An earlier tally's packed rows carry no seal (seal.go: a seal is a
+		// 5-byte head), and its store no mark of having sealed them.
+		`UPDATE packed_scores SET scores = substr(scores, 6)`, `PRAGMA application_id = 0`,
 		`DROP TABLE variants`, `PRAGMA user_version = 6`, `PRAGMA wal_checkpoint(TRUNCATE)`,
 	} {
 		if _, err := db.Exec(q); err != nil {
