@@ -602,3 +602,104 @@ func movePacked(ctx context.Context, tx *txn, task, key string, keys []string) e
 	}
 	return nil
 }
+
+// AdoptLegacy makes an earlier tally's task, stored by its name as one
+// variant with its prompts (variant.Spec.Legacy), the variant key: when
+// the prompts it stores are the ones given (prompts, by sample id, as the
+// variant key makes them: every id both hold has the same prompt, and
+// they share at least one) and nothing is stored under key yet, its
+// samples, generations and scores move to key, and its record goes. A
+// store upgraded from an earlier tally so keeps one task per variant
+// after its next run, rather than the earlier task beside the run's. It
+// reports whether it moved anything.
+func (s *Store) AdoptLegacy(ctx context.Context, name, key string, prompts map[string]string) (bool, error) {
+	adopted := false
+	err := s.tx(ctx, func(tx *txn) error {
+		adopted = false
+		var rec string
+		if err := tx.QueryRowContext(ctx, `SELECT record FROM variants WHERE task=?`, name).Scan(&rec); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			return fmt.Errorf("adopt %s: %w", name, err)
+		}
+		r, err := openRecord(name, rec)
+		if err != nil || r.Spec.Legacy == nil || !r.Spec.Legacy.Prompts {
+			return nil // damaged records are named by the reads that meet them
+		}
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM samples WHERE task=?) + (SELECT COUNT(*) FROM scores WHERE task=?)`,
+			key, key).Scan(&taken); err != nil || taken > 0 {
+			return err
+		}
+		same, err := legacyPromptsMatch(ctx, tx, name, prompts)
+		if err != nil || !same {
+			return err
+		}
+		if err := moveTask(ctx, tx, name, key); err != nil {
+			return fmt.Errorf("adopt %s as %s: %w", name, key, err)
+		}
+		adopted = true
+		return nil
+	})
+	return adopted, err
+}
+
+// legacyPromptsMatch reports whether the prompts stored for task agree
+// with prompts wherever both have a sample, and they share one.
+func legacyPromptsMatch(ctx context.Context, tx *txn, task string, prompts map[string]string) (bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, prompt FROM samples WHERE task=?`, task)
+	if err != nil {
+		return false, fmt.Errorf("read samples of %s: %w", task, err)
+	}
+	defer rows.Close()
+	shared := 0
+	for rows.Next() {
+		var id, prompt string
+		if err := rows.Scan(&id, &prompt); err != nil {
+			return false, fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		if p, ok := prompts[id]; ok {
+			if p != prompt {
+				return false, nil
+			}
+			shared++
+		}
+	}
+	return shared > 0, rows.Err()
+}
+
+// moveTask moves every row of task to key: samples, generations, scores
+// (packed rows sealed again), and drops task's record.
+func moveTask(ctx context.Context, tx *txn, task, key string) error {
+	for _, tb := range []string{"samples", "generations", "scores", "score_digests"} {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+tb+` SET task=? WHERE task=?`, key, task); err != nil {
+			return fmt.Errorf("move %s: %w", tb, err)
+		}
+	}
+	if tx.eng != postgresEngine {
+		var keys []string
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT gen_key FROM packed_scores WHERE task=?`, task)
+		if err != nil {
+			return fmt.Errorf("move packed_scores: %w", err)
+		}
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return fmt.Errorf("move packed_scores: %w", err)
+			}
+			keys = append(keys, k)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("move packed_scores: %w", err)
+		}
+		for lo := 0; lo < len(keys); lo += 500 {
+			if err := movePacked(ctx, tx, task, key, keys[lo:min(lo+500, len(keys))]); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM variants WHERE task=?`, task)
+	return err
+}

@@ -274,3 +274,45 @@ func TestVariantRecordSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptLegacy: an earlier tally's task becomes a variant key when the
+// prompts it stores are the variant's (every shared id, at least one), and
+// only then, and only while nothing is stored under the key.
+func TestAdoptLegacy(t *testing.T) { engines(t, testAdoptLegacy) }
+
+func testAdoptLegacy(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	path := newPath()
+	makeLegacyStore(t, path, []legacyRunDef{{`{"tasks":["drop"],"set":[]}`, []string{"a", "b"}, threeShot}}, [][]string{nil})
+	s := openAt(t, path)
+	key := variant.New(variant.Spec{Task: "drop", Fields: map[string]string{"fewshot": "3"}}, variant.Info{}).Key
+	for _, tc := range []struct {
+		name    string
+		prompts map[string]string
+		want    bool
+	}{
+		{"another prompt", map[string]string{"a": "3-shot a", "b": "0-shot b"}, false},
+		{"no sample shared", map[string]string{"z": "3-shot z"}, false},
+		{"the same prompts", map[string]string{"a": "3-shot a", "d": "3-shot d"}, true},
+		{"again", map[string]string{"a": "3-shot a"}, false},
+	} {
+		got, err := s.AdoptLegacy(ctx, "drop", key, tc.prompts)
+		if err != nil || got != tc.want {
+			t.Fatalf("%s: adopted %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	tasks, err := s.Tasks(ctx)
+	if err != nil || !slices.Equal(tasks, []string{key}) {
+		t.Errorf("tasks after adoption %v %v, want %s alone", tasks, err, key)
+	}
+	var entries []Entry
+	if err := s.EachEntry(ctx, Filter{}, func(e Entry) error { entries = append(entries, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Task != key || entries[1].Task != key {
+		t.Errorf("scores after adoption: %d, first %+v", len(entries), entries[0])
+	}
+	if recs, _ := s.Variants(ctx); len(recs) != 0 {
+		t.Errorf("records after adoption %v, want the earlier task's gone", recs)
+	}
+}

@@ -477,7 +477,7 @@ func runCommand(ctx context.Context, name string, f *runFlags, stdout, stderr io
 		return err
 	}
 	defer s.Close()
-	if err := s.storeSamples(ctx); err != nil {
+	if err := s.storeSamples(ctx, stderr); err != nil {
 		return err
 	}
 	plan, err := generate.MakePlan(ctx, s.st, s.be, s.jobs)
@@ -650,7 +650,26 @@ func countCells(p *generate.Plan) int {
 // command's first step: what its generations and scores are of); a
 // session loaded without data rows (noDocs) adds only the samples not
 // stored, keeping the stored ones' rows.
-func (s *session) storeSamples(ctx context.Context) error {
+func (s *session) storeSamples(ctx context.Context, stderr io.Writer) error {
+	// A task an earlier tally stored by name, whose prompts are this
+	// variant's, becomes this variant (store.AdoptLegacy).
+	for _, j := range s.jobs {
+		name := variant.Name(j.Task)
+		if name == j.Task {
+			continue
+		}
+		prompts := make(map[string]string, len(j.Samples))
+		for _, smp := range j.Samples {
+			prompts[smp.ID] = smp.Prompt
+		}
+		adopted, err := s.st.AdoptLegacy(ctx, name, j.Task, prompts)
+		if err != nil {
+			return err
+		}
+		if adopted {
+			fmt.Fprintf(stderr, "tally: task %s, stored by an earlier tally with these prompts, is now stored as this run's variant %s\n", name, j.Task)
+		}
+	}
 	if err := s.st.PutVariants(ctx, s.variants); err != nil {
 		return err
 	}
@@ -993,7 +1012,7 @@ func rescoreCommand(ctx context.Context, f *runFlags, stdout, stderr io.Writer) 
 		return err
 	}
 	defer s.Close()
-	if err := s.storeSamples(ctx); err != nil {
+	if err := s.storeSamples(ctx, stderr); err != nil {
 		return err
 	}
 	started := time.Now()

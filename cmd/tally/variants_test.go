@@ -357,6 +357,49 @@ func TestOldStoreVariants(t *testing.T) {
 	}
 }
 
+// TestEarlierStoreAdopted: an earlier tally's store of one variant of a
+// task, run again with the same flags by this tally, keeps one task: the
+// earlier task's rows become the run's variant (its generations reused,
+// its figures the same), where a run with other prompts keeps the two
+// apart.
+func TestEarlierStoreAdopted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := t.TempDir()
+	data := variantData(t, dir, 0)
+	db := filepath.Join(dir, "s.db")
+	common := []string{"--model", "demo", "--tasks", "drop", "--data", data, "--limit", "16", "--store", db}
+	var first, again, zero variantRun
+	runJSONInto(t, &first, 0, append([]string{"run"}, common...)...)
+	makeEarlierStore(t, db)
+	stdout, stderr, code := runStatus(t, append([]string{"run", "--json"}, common...)...)
+	if code != 0 || !strings.Contains(stderr, "is now stored as this run's variant") || json.Unmarshal([]byte(stdout), &again) != nil {
+		t.Fatalf("run again on the earlier store: status %d\n%s", code, stderr)
+	}
+	if again.Reused != 16 || mustJSON(t, again.Scores) != mustJSON(t, first.Scores) {
+		t.Errorf("run again: %d reused, scores %v; want 16 and the first run's %v", again.Reused, again.Scores, first.Scores)
+	}
+	rows := reportRows(t, "report", "--store", db)
+	checkRowsMatch(t, rows, "drop", first, 16)
+	for _, r := range rows {
+		if r.Task != "drop" {
+			t.Errorf("row of task %q: the earlier task was not adopted", r.Task)
+		}
+	}
+	runJSONInto(t, &zero, 0, append([]string{"run", "--fewshot", "0"}, common...)...)
+	var labels []string
+	for _, r := range reportRows(t, "report", "--store", db) {
+		if !slices.Contains(labels, r.Task) {
+			labels = append(labels, r.Task)
+		}
+	}
+	slices.Sort(labels)
+	if !slices.Equal(labels, []string{"drop (0-shot)", "drop (3-shot)"}) {
+		t.Errorf("after a 0-shot run: tasks %v", labels)
+	}
+}
+
 // makeEarlierStore turns a store of the issue's two runs into the one an
 // earlier tally (schema 6) left: every task under its name, one prompt per
 // task and sample id (the last run's), no variants table.
@@ -368,7 +411,7 @@ func makeEarlierStore(t *testing.T, path string) {
 	}
 	defer db.Close()
 	var last string
-	if err := db.QueryRow(`SELECT task FROM generations WHERE run_id=(SELECT MAX(id) FROM runs) LIMIT 1`).Scan(&last); err != nil {
+	if err := db.QueryRow(`SELECT task FROM generations WHERE run_id=(SELECT MAX(id) FROM runs WHERE command='run') LIMIT 1`).Scan(&last); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
