@@ -190,9 +190,9 @@ func (t *Task) ScoreKeys() []string {
 	return out
 }
 
-// ConfigDict is the task's configuration as lm-eval's results files record
-// it (TaskConfig.to_dict()): the task file's fields after includes and
-// overrides, as JSON decodes them (numbers as float64).
+// ConfigDict is the task file's fields after includes and overrides, as
+// JSON decodes them (numbers as float64): what keys the task's variant
+// (tally/tasks/variant). lm-eval's results file writes ToDict.
 func (t *Task) ConfigDict() map[string]any {
 	var out map[string]any
 	if b, err := json.Marshal(t.c.raw); err == nil {
