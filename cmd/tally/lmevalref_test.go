@@ -32,6 +32,36 @@ type refCase struct {
 // more per family tally loads.
 var refCases = []refCase{
 	{"gsm8k", "gsm8k/gsm8k.yaml", nil},
+	{"gsm8k_cot_llama", "gsm8k/gsm8k-cot-llama.yaml", nil},
+	{"gsm8k_platinum", "gsm8k_platinum/gsm8k-platinum-cot-llama.yaml", nil},
+	{"llama3_gsm8k", "llama3/instruct/gsm8k/gsm8k.yaml", nil},
+	{"gsm_plus", "gsm_plus/gsm_plus.yaml", []string{"--num_fewshot", "2"}},
+	{"mgsm_bn", "mgsm/direct/mgsm_direct_bn.yaml", nil},
+	{"mgsm_es", "spanish_bench/mgsm_direct_es_spanish_bench.yaml", nil},
+	{"basque_mgsm", "basque_bench/mgsm_direct_eu.yaml", nil},
+	{"catalan_mgsm", "catalan_bench/mgsm_direct_ca.yaml", nil},
+	{"galician_mgsm", "galician_bench/mgsm_direct_gl.yaml", nil},
+	{"afrimgsm_amh", "afrimgsm/direct/prompt_1/afrimgsm_amh.yaml", nil},
+	{"arc_challenge_chat", "arc/arc_challenge_chat.yaml", []string{"--num_fewshot", "3"}}, // num_fewshot: 0 stays 0
+	{"asdiv_cot_llama", "asdiv/asdiv-cot-llama.yaml", nil},
+	{"babi", "babi/babi.yaml", nil},
+	{"bbh_boolean_expressions", "bbh/cot_fewshot/boolean_expressions.yaml", nil},
+	{"bigbench_anu", "bigbench/generate_until/abstract_narrative_understanding.yaml", nil},
+	{"fld_default", "fld/fld_default.yaml", nil},
+	{"jaqket_v2", "japanese_leaderboard/ja_leaderboard_jaqket_v2.yaml", nil},
+	{"kbl_civil", "kbl/bar_exam/civil/kbl_bar_exam_em_civil_2012.yaml", nil},
+	{"kmmlu_cot_hard", "kmmlu/cot_hard/kmmlu_cot_hard_accounting.yaml", nil},
+	{"legalbench_abercrombie", "legalbench/abercrombie.yaml", []string{"--num_fewshot", "2"}},
+	{"logieval", "logiqa2/logieval.yaml", nil},
+	{"mmlu_redux", "mmlu-redux/generative/mmlu_abstract_algebra.yaml", nil},
+	{"mmlu_redux_spanish", "mmlu-redux-spanish/generative/mmlu_abstract_algebra.yaml", nil},
+	{"mmlu_flan_cot", "mmlu/flan_cot_fewshot/mmlu_abstract_algebra.yaml", nil},
+	{"nq_open", "nq_open/nq_open.yaml", nil},
+	{"triviaqa", "triviaqa/default.yaml", nil},
+	{"turkishmmlu_cot", "turkishmmlu/config_cot/Biology.yaml", nil},
+	{"celep2", "ulqa/celep2.yaml", nil},
+	{"anagrams1", "unscramble/anagrams1.yaml", nil},
+	{"acp_areach_bool", "acpbench/boolq_cot_2shot/act_reach.yaml", nil},
 }
 
 // refRules are the fields compared by presence and kind only: what

@@ -318,8 +318,11 @@ func fromPy(v pyliteral.Value) (any, error) {
 
 // pyStr is Python's str() of a value.
 func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case lenientUndefined:
+		return ""
 	}
 	return toPy(v).Repr()
 }
