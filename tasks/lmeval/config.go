@@ -3,6 +3,7 @@ package lmeval
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"tally/scoring/exactmatch"
@@ -382,8 +383,14 @@ func (c *config) readFewshot() error {
 	return nil
 }
 
-// readGeneration reads generation_kwargs: until and max_gen_toks, greedy
-// decoding only (TaskConfig.__post_init__'s defaults when absent).
+// budgetKeys are the token budget's spellings lm-eval's models read, first
+// first (normalize_gen_kwargs' priority).
+var budgetKeys = []string{"max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens"}
+
+// readGeneration reads generation_kwargs: until and the token budget
+// (max_gen_toks, or max_new_tokens, max_tokens, max_completion_tokens as
+// lm-eval's models read it), greedy decoding only
+// (TaskConfig.__post_init__'s defaults when absent).
 func (c *config) readGeneration() error {
 	v, ok := c.raw.Get("generation_kwargs")
 	c.until = []string{c.fewshotDelim}
@@ -396,6 +403,7 @@ func (c *config) readGeneration() error {
 		return c.refuse("generation_kwargs", "bad value", "%s is not a mapping", pyStr(v))
 	}
 	c.genKwargs = m
+	budgetRank := -1
 	doSample, hasDoSample := m.Get("do_sample")
 	if doSample == true {
 		return c.refuse("generation_kwargs.do_sample", "do_sample: true", "true samples; tally decodes greedily only")
@@ -422,12 +430,16 @@ func (c *config) readGeneration() error {
 			default:
 				return c.refuse(field, "bad value", "%s is not a string or list", pyStr(val))
 			}
-		case "max_gen_toks":
+		case "max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens":
+			// lm-eval's normalize_gen_kwargs (lm_eval/models/utils.py)
+			// takes the first of these it finds, in this order.
 			n, isInt := val.(int64)
 			if !isInt || n <= 0 {
 				return c.refuse(field, "bad value", "%s is not a positive int", pyStr(val))
 			}
-			c.maxGenToks = int(n)
+			if rank := slices.Index(budgetKeys, k); budgetRank < 0 || rank < budgetRank {
+				c.maxGenToks, budgetRank = int(n), rank
+			}
 		case "do_sample":
 			if val != false && val != nil {
 				return c.refuse(field, "do_sample: "+pyStr(val), "%s: tally decodes greedily only", pyStr(val))
@@ -446,7 +458,7 @@ func (c *config) readGeneration() error {
 			if f, isNum := number(val); !isNum || f != 1 {
 				return c.refuse(field, "generation_kwargs."+k, "%s changes greedy decoding; tally decodes greedily only", pyStr(val))
 			}
-		case "max_length", "max_new_tokens":
+		case "max_length":
 			return c.refuse(field, "generation_kwargs."+k, "not supported (max_gen_toks sets the budget)")
 		default:
 			return c.refuse(field, "generation_kwargs."+k, "not supported")

@@ -161,3 +161,33 @@ func TestConfigDict(t *testing.T) {
 		t.Errorf("no filter_list: pipelines %v, want none", fp)
 	}
 }
+
+// TestBudgetSpellings: the token budget's spellings lm-eval's models read
+// (normalize_gen_kwargs), the first of max_gen_toks, max_new_tokens,
+// max_tokens, max_completion_tokens winning.
+func TestBudgetSpellings(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		kwargs string
+		want   int
+	}{
+		{"", 256},
+		{"  max_new_tokens: 64\n", 64},
+		{"  max_tokens: 32\n", 32},
+		{"  max_completion_tokens: 16\n", 16},
+		{"  max_completion_tokens: 16\n  max_new_tokens: 64\n", 64},
+		{"  max_new_tokens: 64\n  max_gen_toks: 8\n", 8},
+		{"  max_tokens: 5\n  max_new_tokens: 7\n", 7},
+		{"  do_sample: false\n  temperature: 0.6\n  max_new_tokens: 3\n", 3},
+	} {
+		p := writeTask(t, dir, "t.yaml", base+"generation_kwargs:\n  until: ['\\n']\n"+c.kwargs)
+		task, err := Load(p, nil)
+		if err != nil {
+			t.Errorf("%q: %v", c.kwargs, err)
+			continue
+		}
+		if task.MaxGenToks() != c.want {
+			t.Errorf("%q: budget %d, want %d", c.kwargs, task.MaxGenToks(), c.want)
+		}
+	}
+}
