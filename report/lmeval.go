@@ -984,7 +984,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
 		// The lm-eval filter's output on what the line's setting made of
 		// the continuation, as lm-eval's samples file writes it.
-		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction); err == nil {
+		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction, sd.Doc); err == nil {
 			filtered = f
 		}
 	}

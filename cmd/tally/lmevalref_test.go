@@ -62,6 +62,10 @@ var refCases = []refCase{
 	{"celep2", "ulqa/celep2.yaml", nil},
 	{"anagrams1", "unscramble/anagrams1.yaml", nil},
 	{"acp_areach_bool", "acpbench/boolq_cot_2shot/act_reach.yaml", nil},
+	// multi_choice_regex
+	{"mmlu_flan_generative", "mmlu/flan_n_shot/generative/mmlu_abstract_algebra.yaml", []string{"--num_fewshot", "2"}},
+	{"mmlu_flan_cot_zeroshot", "mmlu/flan_cot_zeroshot/mmlu_astronomy.yaml", nil},
+	{"acp_areach_mcq", "acpbench/mcq_cot_2shot/act_reach.yaml", nil},
 }
 
 // refRules are the fields compared by presence and kind only: what

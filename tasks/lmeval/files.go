@@ -43,15 +43,22 @@ func (t *Task) GenerationKwargs() *Map {
 }
 
 // FilteredResponse is what lm-eval's samples file writes as a line's
-// filtered_resps entry for a response under the named filter pipeline:
-// the pipeline's output, made a string as sanitize_list does (str(): a
-// list or a mapped value by its Python repr).
-func (t *Task) FilteredResponse(filter, resp string) (string, error) {
+// filtered_resps entry for a response to a document (its JSON; nil when
+// not known) under the named filter pipeline: the pipeline's output, made
+// a string as sanitize_list does (str(): a list or a mapped value by its
+// Python repr).
+func (t *Task) FilteredResponse(filter, resp string, docJSON []byte) (string, error) {
+	var doc *Map
+	if len(docJSON) > 0 {
+		if v, err := decodeJSON(docJSON); err == nil {
+			doc, _ = v.(*Map)
+		}
+	}
 	for _, f := range t.c.filters {
 		if f.name != filter {
 			continue
 		}
-		out, err := f.apply(resp, pyre.NewBudget(utf8.RuneCountInString(resp)))
+		out, err := f.apply(resp, doc, pyre.NewBudget(utf8.RuneCountInString(resp)+utf8.RuneCount(docJSON)))
 		if err != nil {
 			return "", err
 		}

@@ -641,6 +641,10 @@ func (t *Task) ScoringSpec() string {
 		Fallback string `json:"fallback,omitempty"`
 		Mapping  *Map   `json:"mapping_dict,omitempty"`
 		Default  any    `json:"default_value,omitempty"`
+		// multi_choice_regex's
+		IgnoreCase  bool     `json:"ignore_case,omitempty"`
+		IgnorePunct bool     `json:"ignore_punctuation,omitempty"`
+		Ignore      []string `json:"regexes_to_ignore,omitempty"`
 	}
 	type pipe struct {
 		Name  string `json:"name"`
@@ -660,7 +664,11 @@ func (t *Task) ScoringSpec() string {
 	for _, f := range t.c.filters {
 		p := pipe{Name: f.name}
 		for _, s := range f.steps {
-			st := step{Function: s.function, Group: s.groupSelect, Mapping: s.mapping, Default: s.defaultVal}
+			st := step{Function: s.function, Group: s.groupSelect, Mapping: s.mapping, Default: s.defaultVal,
+				IgnoreCase: s.ignoreCase, IgnorePunct: s.ignorePunct}
+			for _, re := range s.ignoreRes {
+				st.Ignore = append(st.Ignore, re.String())
+			}
 			if s.re != nil {
 				st.Pattern, st.Fallback = s.re.String(), s.fallback
 			}
@@ -690,10 +698,17 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		// Every regex that scores the sample (filters, regexes_to_ignore)
 		// shares one budget of steps, sized by the text it may search.
 		runes := utf8.RuneCountInString(pred)*len(t.c.filters) + utf8.RuneCountInString(string(s.References))
+		var doc *Map
+		if t.ScoresDocs() {
+			if doc, err = docOf(s); err != nil {
+				return nil, err
+			}
+			runes += utf8.RuneCount(s.Doc) * len(t.c.filters)
+		}
 		b := pyre.NewBudget(runes)
 		out := map[string]float64{}
 		for _, f := range t.c.filters {
-			res, err := f.apply(pred, b)
+			res, err := f.apply(pred, doc, b)
 			if err != nil {
 				return nil, err
 			}
@@ -707,6 +722,33 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		}
 		return out, nil
 	}
+}
+
+// ScoresDocs reports whether scoring reads each sample's document (its
+// Doc): a filter that reads it (multi_choice_regex), so loads keep it.
+func (t *Task) ScoresDocs() bool {
+	for _, f := range t.c.filters {
+		if f.needsDoc() {
+			return true
+		}
+	}
+	return false
+}
+
+// docOf is a sample's document, for scoring that reads it.
+func docOf(s datasets.Sample) (*Map, error) {
+	if len(s.Doc) == 0 {
+		return nil, fmt.Errorf("sample %s: its document is not stored, and its scoring reads it", s.ID)
+	}
+	v, err := decodeJSON(s.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("sample %s: document: %w", s.ID, err)
+	}
+	doc, ok := v.(*Map)
+	if !ok {
+		return nil, fmt.Errorf("sample %s: its document is not a mapping", s.ID)
+	}
+	return doc, nil
 }
 
 // score is process_results's exact_match for generate_until: the filtered
