@@ -100,7 +100,7 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 	}
 	allowed := map[string][]string{"regex": {"regex_pattern", "group_select", "fallback"}, "take_first": nil,
 		"multi_choice_regex": {"regex_pattern", "group_select", "fallback", "ignore_case", "ignore_punctuation", "regexes_to_ignore"},
-		"remove_whitespace": nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
+		"remove_whitespace":  nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
 	keys, known := allowed[fn]
 	if !known {
 		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)", fn)
