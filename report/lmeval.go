@@ -138,7 +138,10 @@ type LMEvalSample struct {
 	PromptHash    string                    `json:"prompt_hash"`
 	TargetHash    string                    `json:"target_hash"`
 	Tally         *TallyExtra               `json:"tally,omitempty"`
-	MetricValues  map[string]float64        `json:"-"`
+	// MetricValues are the per-sample metric values: a float, or for a
+	// corpus metric (bleu, chrf, ter) the [reference, prediction] pair
+	// lm-eval's process_results gives.
+	MetricValues map[string]any `json:"-"`
 }
 
 // TallyExtra is what tally keeps beside an lm-eval sample line: enough to
@@ -377,6 +380,9 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 				budgets[td.Columns[ci].Budget] = true
 			}
 			for _, m := range td.Metrics {
+				if _, _, stat := scoring.ParseCorpusStatKey(m); stat {
+					continue // a corpus metric's statistic, written as the metric
+				}
 				if m != generate.Unscorable && m != generate.NoneScored {
 					t.metrics = append(t.metrics, m)
 				}
@@ -993,7 +999,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
 		Resps:     [][]string{{resp}}, FilteredResps: []string{filtered}, Filter: g.filter, Metrics: []string{},
 		DocHash: hashString(docJSON), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
-		MetricValues: map[string]float64{},
+		MetricValues: map[string]any{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
 			Seqs: nonNil(c.Seqs()), Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens,
 			Failed: sc.Failed, Imported: sd.Imported, Metadata: sd.Metadata, References: sd.Refs},
@@ -1009,6 +1015,14 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		}
 	}
 	for _, m := range g.metrics {
+		lm, _ := splitKey(m)
+		if _, corpus := scoring.CorpusName(m); corpus {
+			// lm-eval's per-sample value of bleu, chrf and ter: the pair
+			// its aggregation scores, [gold, result].
+			line.Metrics = append(line.Metrics, lm)
+			line.MetricValues[lm] = []any{target, filtered}
+			continue
+		}
 		v, ok := sc.Value(m)
 		if !ok && sc.Failed != "" {
 			v, ok = 0, true
@@ -1016,7 +1030,6 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		if !ok {
 			continue
 		}
-		lm, _ := splitKey(m)
 		line.Metrics = append(line.Metrics, lm)
 		if finite(v) {
 			line.MetricValues[lm] = v

@@ -66,6 +66,9 @@ var refCases = []refCase{
 	{"mmlu_flan_generative", "mmlu/flan_n_shot/generative/mmlu_abstract_algebra.yaml", []string{"--num_fewshot", "2"}},
 	{"mmlu_flan_cot_zeroshot", "mmlu/flan_cot_zeroshot/mmlu_astronomy.yaml", nil},
 	{"acp_areach_mcq", "acpbench/mcq_cot_2shot/act_reach.yaml", nil},
+	// bleu, chrf, ter (sacrebleu)
+	{"flores_kon_eng", "afrobench/flores/prompt_2/african-english/flores_kon_Latn-eng_Latn.yaml", nil},
+	{"wmt16_en_de", "translation/wmt16_en-de.yaml", nil},
 }
 
 // refRules are the fields compared by presence and kind only: what

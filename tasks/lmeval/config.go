@@ -6,7 +6,9 @@ import (
 	"slices"
 	"sort"
 
+	"tally/scoring"
 	"tally/scoring/exactmatch"
+	_ "tally/scoring/sacrebleu" // registers bleu, chrf and ter
 )
 
 // Refusal is a task file that tally cannot run as lm-eval would: the
@@ -80,12 +82,14 @@ type fewshotConfig struct {
 	fewshotDelim, targetDelim string
 }
 
-// metricConfig is one metric_list entry.
+// metricConfig is one metric_list entry: exact_match, or a corpus
+// metric (bleu, chrf, ter: sacrebleu's, tally/scoring/sacrebleu).
 type metricConfig struct {
 	name           string
 	aggregation    string
 	higherIsBetter bool
 	em             *exactmatch.Metric
+	corpus         *scoring.CorpusMetric
 	options        map[string]any
 }
 
@@ -494,13 +498,21 @@ func (c *config) readMetrics() error {
 		if name == "" {
 			return c.refuse(field, "bad value", "no metric name")
 		}
-		if name != "exact_match" {
-			return c.refuse(field, "metric "+name, "metric %s is not supported (tally has exact_match)", name)
-		}
 		if seen[name] {
 			return c.refuse(field, "bad value", "metric %s listed twice", name)
 		}
 		seen[name] = true
+		if cm, ok := scoring.Corpus(name); ok && corpusMetrics[name] {
+			mc, err := c.corpusMetric(m, field, cm)
+			if err != nil {
+				return err
+			}
+			c.metrics = append(c.metrics, mc)
+			continue
+		}
+		if name != "exact_match" {
+			return c.refuse(field, "metric "+name, "metric %s is not supported (tally has exact_match, bleu, chrf, ter)", name)
+		}
 		mc := &metricConfig{name: name, aggregation: "mean", higherIsBetter: true, options: map[string]any{}}
 		var opt exactmatch.Options
 		for _, k := range m.Keys {
@@ -563,6 +575,42 @@ func (c *config) readMetrics() error {
 		return c.refuse("metric_list", "bad value", "empty")
 	}
 	return nil
+}
+
+// corpusMetrics are lm-eval's registered metrics whose aggregation is
+// sacrebleu's corpus score (lm_eval/api/metrics.py bleu, chrf, ter).
+var corpusMetrics = map[string]bool{"bleu": true, "chrf": true, "ter": true}
+
+// corpusMetric reads a bleu, chrf or ter entry: its aggregation is the
+// metric's own (lm-eval's default; another would aggregate the
+// [reference, prediction] pairs its per-sample value is, and fail),
+// higher_is_better defaults as lm-eval registers the metric, true for all
+// three (ter included, though a lower TER is better: lm_eval/api/metrics.py
+// registers ter_fn with higher_is_better=True); other options, which
+// lm-eval passes to a function that takes none and so ignores, are
+// refused.
+func (c *config) corpusMetric(m *Map, field string, cm scoring.CorpusMetric) (*metricConfig, error) {
+	mc := &metricConfig{name: cm.Name, aggregation: cm.Name, higherIsBetter: true, corpus: &cm,
+		options: map[string]any{"reference": cm.Reference}}
+	for _, k := range m.Keys {
+		val := m.Vals[k]
+		switch k {
+		case "metric":
+		case "aggregation":
+			if val != cm.Name {
+				return nil, c.refuse(field+".aggregation", "aggregation "+pyStr(val), "%s for metric %s is not supported (%s is)", pyStr(val), cm.Name, cm.Name)
+			}
+		case "higher_is_better":
+			b, isBool := val.(bool)
+			if !isBool {
+				return nil, c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(val))
+			}
+			mc.higherIsBetter = b
+		default:
+			return nil, c.refuse(field+"."+k, "metric option "+k, "%s has no option %s", cm.Name, k)
+		}
+	}
+	return mc, nil
 }
 
 // sortedKeys lists a map's keys in order (for stable messages).

@@ -36,6 +36,7 @@ import (
 	"tally/internal/pyrandom"
 	"tally/internal/pyre"
 	"tally/internal/pystr"
+	"tally/scoring"
 )
 
 // Commit is the lm-evaluation-harness commit whose behaviour is
@@ -713,6 +714,16 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 				return nil, err
 			}
 			for _, m := range t.c.metrics {
+				if m.corpus != nil {
+					st, err := m.corpusStats(res, gold, multipleTarget)
+					if err != nil {
+						return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+					}
+					for i, v := range st {
+						out[scoring.CorpusStatKey(m.name, i, ","+f.name)] = v
+					}
+					continue
+				}
 				v, err := m.score(res, gold, multipleTarget, b)
 				if err != nil {
 					return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
@@ -749,6 +760,33 @@ func docOf(s datasets.Sample) (*Map, error) {
 		return nil, fmt.Errorf("sample %s: its document is not a mapping", s.ID)
 	}
 	return doc, nil
+}
+
+// corpusStats are a sample's statistics for a corpus metric (bleu, chrf,
+// ter), which lm-eval's process_results gives as the pair [gold, result]
+// and its aggregation scores with sacrebleu over the task's pairs
+// (_sacreformat: one reference a prediction): the filtered response
+// against doc_to_target cast to a str. A task whose targets are lists
+// makes lm-eval's aggregation fail (process_results gives 1.0, not a
+// pair), and is refused here.
+func (m *metricConfig) corpusStats(res, gold any, multi bool) ([]float64, error) {
+	if multi {
+		return nil, fmt.Errorf("metric %s with list targets: lm-eval's aggregation raises (its process_results gives a number, not a [reference, prediction] pair)", m.name)
+	}
+	var pred string
+	switch r := res.(type) {
+	case string:
+		pred = r
+	case []any:
+		s, ok := r[0].(string)
+		if len(r) != 1 || !ok {
+			return nil, fmt.Errorf("filtered response %s is not a string", pyStr(res))
+		}
+		pred = s
+	default:
+		return nil, fmt.Errorf("filtered response %s is not a string", pyStr(res))
+	}
+	return m.corpus.Sample(pred, []string{pyStr(gold)}), nil
 }
 
 // score is process_results's exact_match for generate_until: the filtered
