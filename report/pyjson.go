@@ -241,7 +241,7 @@ func pyEncodeValue(b *strings.Builder, v any, indent bool, depth int) error {
 	case string:
 		pyString(b, x)
 	case lmeval.Function:
-		pyString(b, "!function "+string(x))
+		pyString(b, x.String())
 	case json.Number:
 		b.WriteString(x.String())
 	case []string:

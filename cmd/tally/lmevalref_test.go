@@ -69,12 +69,21 @@ var refCases = []refCase{
 	// bleu, chrf, ter (sacrebleu)
 	{"flores_kon_eng", "afrobench/flores/prompt_2/african-english/flores_kon_Latn-eng_Latn.yaml", nil},
 	{"wmt16_en_de", "translation/wmt16_en-de.yaml", nil},
+	// Python hooks with Go ports (tasks/lmeval/hooks_mmlu.go)
+	{"mmlu_prox_de_biology", "mmlu_prox/de/mmlu_prox_de_biology.yaml", []string{"--num_fewshot", "2"}},
+	{"mmlu_prox_ja_math", "mmlu_prox/ja/mmlu_prox_ja_math.yaml", []string{"--num_fewshot", "2"}},
+	{"mmlu_pro_law", "mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
+	{"llama3_mmlu_pro_law", "llama3/instruct/mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
+	{"llama3_mmlu_de_anatomy", "llama3/instruct/mmlu_de/mmlu_de_anatomy.yaml", nil},
 }
 
 // refRules are the fields compared by presence and kind only: what
 // lm-eval's files take from the machine, the clock, its install and the
 // model (its name and arguments: "scripted" there, tally's model here).
 var refRules = lmevalref.Rules{
+	// A Python function's repr ("<function f at 0x7f...>") shows where
+	// it was in memory; tally writes 0x0.
+	Addresses: true,
 	Env: []string{
 		"date", "total_evaluation_time_seconds",
 		"git_hash", "upper_git_hash", "pretty_env_info", "transformers_version", "lm_eval_version",

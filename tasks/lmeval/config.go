@@ -1,10 +1,12 @@
 package lmeval
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"tally/scoring"
 	"tally/scoring/exactmatch"
@@ -41,17 +43,22 @@ var taskFields = map[string]bool{
 
 // textField is a doc_to_text, doc_to_target, description or gen_prefix
 // value: a column name of the evaluation split, else a Jinja template; or
-// (doc_to_target only) a literal int or list.
+// (doc_to_target only) a literal int or list; or (doc_to_text,
+// doc_to_target) a Python function tally has a port of (hooks.go).
 type textField struct {
 	spec    string
 	tmpl    *template
 	literal any // an int or a list given in the YAML
+	hook    *pyHook
 	set     bool
 }
 
 // value is the field for one document: the column's value when spec names
-// a column (features), else the rendered template.
+// a column (features), else the rendered template; a function's value.
 func (f *textField) value(doc *Map, features map[string]bool) (any, error) {
+	if f.hook != nil {
+		return f.hook.doc(doc)
+	}
 	if f.literal != nil {
 		return f.literal, nil
 	}
@@ -65,6 +72,9 @@ func (f *textField) value(doc *Map, features map[string]bool) (any, error) {
 // resolve is Task.resolve_field (description, a few-shot gen_prefix): the
 // document's own field when spec names one, else the rendered template.
 func (f *textField) resolve(doc *Map) (any, error) {
+	if f.hook != nil {
+		return f.hook.doc(doc)
+	}
 	if v, ok := doc.Get(f.spec); ok {
 		return v, nil
 	}
@@ -75,6 +85,7 @@ func (f *textField) resolve(doc *Map) (any, error) {
 type fewshotConfig struct {
 	sampler                   string // "default" or "first_n"
 	split                     string
+	processDocs               *pyHook // FewshotConfig.process_docs: the task's unless it sets its own
 	samples                   []*Map
 	hasSamples                bool
 	docToText, docToTarget    *textField
@@ -113,7 +124,33 @@ type config struct {
 	filters                                   []*pipeline
 	metrics                                   []*metricConfig
 	version                                   any
+	// processDocs is process_docs, a ported Python function (nil: none);
+	// hooks are every ported function the config names, by its YAML
+	// value (TaskConfig.to_dict writes their source or repr).
+	processDocs *pyHook
+	hooks       map[Function]*pyHook
 }
+
+// hook resolves a !function of the config for field, refusing one tally
+// has no port of as it refuses Python code.
+func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) {
+	h, err := resolveHook(f, kind)
+	if err != nil {
+		if errors.Is(err, errNoPort) {
+			return nil, c.refuse(field, "!function", "%s", strings.TrimPrefix(err.Error(), errNoPort.Error()+": "))
+		}
+		return nil, c.refuse(field, "!function", "%v", err)
+	}
+	if c.hooks == nil {
+		c.hooks = map[Function]*pyHook{}
+	}
+	c.hooks[f] = h
+	return h, nil
+}
+
+// hookFields are the fields whose !function tally runs where it has a
+// port: every other !function is refused.
+var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -134,8 +171,11 @@ func parseConfig(file string, raw *Map) (*config, error) {
 	if ot, ok := mustGet(raw, "output_type").(string); ok && ot != "generate_until" {
 		return nil, c.refuse("output_type", "output_type: "+ot, "%s is not supported (tally runs generate_until tasks)", ot)
 	}
-	// Any !function is Python code.
+	// Any other !function is Python code tally does not run.
 	for _, k := range raw.Keys {
+		if hookFields[k] {
+			continue
+		}
 		if f := findFunction(raw.Vals[k]); f != "" {
 			return nil, c.refuse(k, "!function", "!function %s is Python code, which tally does not run", f)
 		}
@@ -174,7 +214,16 @@ func parseConfig(file string, raw *Map) (*config, error) {
 			c.tags = append(c.tags, pyStr(e))
 		}
 	}
-	for _, key := range []string{"process_docs", "process_results", "custom_dataset", "doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
+	if v, ok := raw.Get("process_docs"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("process_docs", "process_docs", "%s is not a function", pyStr(v))
+		}
+		if c.processDocs, err = c.hook("process_docs", f, hookDocs); err != nil {
+			return nil, err
+		}
+	}
+	for _, key := range []string{"process_results", "custom_dataset", "doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
 		if v, ok := raw.Get(key); ok && v != nil && v != false {
 			return nil, c.refuse(key, key, "not supported")
 		}
@@ -260,7 +309,7 @@ func mustGet(m *Map, key string) any {
 func findFunction(v any) string {
 	switch x := v.(type) {
 	case Function:
-		return string(x)
+		return x.Name
 	case []any:
 		for _, e := range x {
 			if f := findFunction(e); f != "" {
@@ -289,6 +338,15 @@ func (c *config) textFieldFrom(m *Map, key, name string, literalOK bool) (*textF
 		return &textField{}, nil
 	}
 	switch x := v.(type) {
+	case Function:
+		if key != "doc_to_text" && key != "doc_to_target" {
+			return nil, c.refuse(name, "!function", "%s is Python code, which tally does not run here", x)
+		}
+		h, err := c.hook(name, x, hookDoc)
+		if err != nil {
+			return nil, err
+		}
+		return &textField{spec: x.String(), hook: h, set: true}, nil
 	case string:
 		t, err := compileTemplate(x)
 		if err != nil {
@@ -308,7 +366,7 @@ func (c *config) textFieldFrom(m *Map, key, name string, literalOK bool) (*textF
 // (FewshotConfig.from_dict).
 func (c *config) readFewshot() error {
 	fc := fewshotConfig{sampler: "default", split: c.fewshotSplit, docToText: c.docToText, docToTarget: c.docToTarget,
-		genPrefix: c.genPrefix, fewshotDelim: c.fewshotDelim, targetDelim: c.targetDelim}
+		genPrefix: c.genPrefix, fewshotDelim: c.fewshotDelim, targetDelim: c.targetDelim, processDocs: c.processDocs}
 	v, ok := c.raw.Get("fewshot_config")
 	if ok && v != nil {
 		m, isMap := v.(*Map)
@@ -318,6 +376,9 @@ func (c *config) readFewshot() error {
 		for _, k := range m.Keys {
 			val := m.Vals[k]
 			field := "fewshot_config." + k
+			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" {
+				return c.refuse(field, "!function", "!function %s is Python code, which tally does not run", f)
+			}
 			switch k {
 			case "sampler":
 				s, _ := val.(string)
@@ -374,7 +435,20 @@ func (c *config) readFewshot() error {
 				} else {
 					fc.targetDelim = s
 				}
-			case "process_docs", "doc_to_choice":
+			case "process_docs":
+				fc.processDocs = nil
+				if val != nil {
+					f, isFn := val.(Function)
+					if !isFn {
+						return c.refuse(field, "process_docs", "%s is not a function", pyStr(val))
+					}
+					h, err := c.hook(field, f, hookDocs)
+					if err != nil {
+						return err
+					}
+					fc.processDocs = h
+				}
+			case "doc_to_choice":
 				if val != nil {
 					return c.refuse(field, k, "not supported")
 				}

@@ -160,6 +160,11 @@ func (t *Task) ToDict(runtime *Map, configSource string) *Map {
 			continue
 		}
 		if v, ok := get(k); ok {
+			if f, isFn := v.(Function); isFn {
+				// serialize_function: the function's source, else str().
+				out.Set(k, t.hookText(f, true))
+				continue
+			}
 			out.Set(k, cloneValue(v))
 		} else if d, ok := defaults[k]; ok {
 			out.Set(k, d)
@@ -190,9 +195,29 @@ func (t *Task) fewshotDict() *Map {
 	}
 	out := NewMap()
 	for _, k := range fewshotConfigFields {
+		if f, isFn := fd[k].(Function); isFn {
+			// asdict leaves a nested callable as it is; json.dumps' default
+			// (handle_non_serializable) writes str() of it.
+			out.Set(k, t.hookText(f, false))
+			continue
+		}
 		out.Set(k, cloneValue(fd[k]))
 	}
 	return out
+}
+
+// hookText is how lm-eval's results file writes a ported function of the
+// config: at the top level (serialize_function) its source, or for a
+// partial its str(); nested (fewshot_config) its str().
+func (t *Task) hookText(f Function, top bool) string {
+	h := t.c.hooks[f]
+	if h == nil {
+		return f.String()
+	}
+	if top {
+		return h.serialized()
+	}
+	return h.repr
 }
 
 // TaskConfigFields are TaskConfig's fields in the dataclass's order, as

@@ -265,6 +265,9 @@ func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 	if err != nil {
 		return Loaded{}, err
 	}
+	if docs, err = processDocs(c.processDocs, docs); err != nil {
+		return Loaded{}, fmt.Errorf("task %s: split %s: %w", c.task, evalSplit, err)
+	}
 	if len(docs) == 0 {
 		return Loaded{}, fmt.Errorf("task %s: split %s has no documents", c.task, evalSplit)
 	}
@@ -367,11 +370,17 @@ func (t *Task) readSplit(ds *dataSource, split, evalSplit string, skipBad bool) 
 // fewshotPool is where the shots come from (ConfigurableTask.fewshot_docs):
 // fewshot_config.split (fewshot_split), else fewshot_config.samples,
 // else the training, validation or test split, the first the task has.
+//
+// The split's documents go through process_docs as lm-eval's do: the
+// few-shot config's (the task's unless it sets its own) for its split,
+// the task's for the others (training_docs, validation_docs, test_docs).
 func (t *Task) fewshotPool(ds *dataSource, evalSplit string, evalDocs []*Map) ([]*Map, error) {
 	c := t.c
 	split := c.fewshot.split
+	process := c.processDocs
 	switch {
 	case split != "":
+		process = c.fewshot.processDocs
 	case c.fewshot.hasSamples:
 		return c.fewshot.samples, nil
 	case c.trainingSplit != "":
@@ -381,11 +390,30 @@ func (t *Task) fewshotPool(ds *dataSource, evalSplit string, evalDocs []*Map) ([
 	default:
 		split = c.testSplit
 	}
-	if split == evalSplit {
+	if split == evalSplit && process == c.processDocs {
 		return evalDocs, nil
 	}
 	docs, _, err := t.readSplit(ds, split, evalSplit, false)
-	return docs, err
+	if err != nil {
+		return nil, err
+	}
+	if docs, err = processDocs(process, docs); err != nil {
+		return nil, fmt.Errorf("task %s: split %s: %w", c.task, split, err)
+	}
+	return docs, nil
+}
+
+// processDocs applies a process_docs function (nil: none) to a split's
+// documents.
+func processDocs(h *pyHook, docs []*Map) ([]*Map, error) {
+	if h == nil {
+		return docs, nil
+	}
+	out, err := h.docs(docs)
+	if err != nil {
+		return nil, fmt.Errorf("process_docs %s: %w", h.fn.Name, err)
+	}
+	return out, nil
 }
 
 // context is fewshot_context as plain text: the description, the shots
