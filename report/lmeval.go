@@ -1014,6 +1014,17 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 			}
 		}
 	}
+	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
+		// A process_results function's values, ints and floats as it
+		// gives them (lm-eval writes an int 0 as 0).
+		if vals, err := td.Info.LMEval.ResultValues(g.part, sc.Prediction, sd.Doc); err == nil && vals != nil {
+			for _, k := range vals.Keys {
+				line.Metrics = append(line.Metrics, k)
+				line.MetricValues[k] = vals.Vals[k]
+			}
+			return line
+		}
+	}
 	for _, m := range g.metrics {
 		lm, _ := splitKey(m)
 		if _, corpus := scoring.CorpusName(m); corpus {

@@ -75,6 +75,14 @@ var refCases = []refCase{
 	{"mmlu_pro_law", "mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
 	{"llama3_mmlu_pro_law", "llama3/instruct/mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
 	{"llama3_mmlu_de_anatomy", "llama3/instruct/mmlu_de/mmlu_de_anatomy.yaml", nil},
+	// long-context suites (tasks/lmeval/hooks_longctx.go)
+	{"longbench_qasper", "longbench/qasper.yaml", nil},
+	{"longbench_trec", "longbench/trec.yaml", nil},
+	{"longbench_passage_count", "longbench/passage_count.yaml", nil},
+	{"longbench_passage_retrieval_en", "longbench/passage_retrieval_en.yaml", nil},
+	{"longbench_passage_retrieval_zh", "longbench/passage_retrieval_zh.yaml", nil},
+	{"longbench_lcc", "longbench/lcc.yaml", nil},
+	{"babilong_qa1", "babilong/babilong_qa1.yaml", nil},
 }
 
 // refRules are the fields compared by presence and kind only: what

@@ -27,9 +27,10 @@ const LMEvalCommit = "4e7e0d47f33bc71070c1d38394bafbb52b117163"
 // import on the reference harness's path (what testdata/lmevalref/stubs
 // does not stand in for): Debian's python3-yaml, -jinja2, -numpy, -tqdm,
 // -requests, -packaging, -dill, -sqlitedict, -more-itertools (lm-eval),
-// -portalocker, -tabulate, -colorama, -lxml, -regex (sacrebleu).
+// -portalocker, -tabulate, -colorama, -lxml, -regex (sacrebleu), -jieba
+// and -fuzzywuzzy (LongBench's metrics.py imports both).
 var Modules = []string{"yaml", "jinja2", "numpy", "tqdm", "requests", "packaging", "dill", "sqlitedict", "more_itertools",
-	"portalocker", "tabulate", "colorama", "lxml", "regex"}
+	"portalocker", "tabulate", "colorama", "lxml", "regex", "jieba", "fuzzywuzzy"}
 
 var (
 	mu        sync.Mutex

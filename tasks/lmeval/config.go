@@ -129,6 +129,10 @@ type config struct {
 	// value (TaskConfig.to_dict writes their source or repr).
 	processDocs *pyHook
 	hooks       map[Function]*pyHook
+	// processResults is process_results (nil: lm-eval's own scoring);
+	// customDataset what a custom_dataset function loads (nil: none).
+	processResults *pyHook
+	customDataset  *datasetSpec
 }
 
 // hook resolves a !function of the config for field, refusing one tally
@@ -150,7 +154,8 @@ func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) 
 
 // hookFields are the fields whose !function tally runs where it has a
 // port: every other !function is refused.
-var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true}
+var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true,
+	"process_results": true, "custom_dataset": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -223,7 +228,40 @@ func parseConfig(file string, raw *Map) (*config, error) {
 			return nil, err
 		}
 	}
-	for _, key := range []string{"process_results", "custom_dataset", "doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
+	if v, ok := raw.Get("process_results"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("process_results", "process_results", "%s is not a function", pyStr(v))
+		}
+		if c.processResults, err = c.hook("process_results", f, hookResults); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := raw.Get("custom_dataset"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("custom_dataset", "custom_dataset", "%s is not a function", pyStr(v))
+		}
+		h, err := c.hook("custom_dataset", f, hookDataset)
+		if err != nil {
+			return nil, err
+		}
+		// lm-eval calls it with **metadata, **dataset_kwargs.
+		kw := NewMap()
+		for _, key := range []string{"metadata", "dataset_kwargs"} {
+			if m, ok := mustGet(raw, key).(*Map); ok {
+				for _, k := range m.Keys {
+					kw.Set(k, m.Vals[k])
+				}
+			}
+		}
+		spec, err := h.dataset(kw)
+		if err != nil {
+			return nil, c.refuse("custom_dataset", "!function", "%s: %v", f.Name, err)
+		}
+		c.customDataset = &spec
+	}
+	for _, key := range []string{"doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
 		if v, ok := raw.Get(key); ok && v != nil && v != false {
 			return nil, c.refuse(key, key, "not supported")
 		}
@@ -552,6 +590,9 @@ func (c *config) readGeneration() error {
 // generate_until default: exact_match, mean, higher is better.
 func (c *config) readMetrics() error {
 	v, ok := c.raw.Get("metric_list")
+	if c.processResults != nil {
+		return c.readResultMetrics(v)
+	}
 	if !ok || v == nil {
 		em, _ := exactmatch.New(exactmatch.Options{})
 		c.metrics = []*metricConfig{{name: "exact_match", aggregation: "mean", higherIsBetter: true, em: em, options: map[string]any{}}}
@@ -647,6 +688,45 @@ func (c *config) readMetrics() error {
 	}
 	if len(c.metrics) == 0 {
 		return c.refuse("metric_list", "bad value", "empty")
+	}
+	return nil
+}
+
+// readResultMetrics reads the metric_list of a task whose
+// process_results (a ported function) gives the metric values: lm-eval
+// keeps each entry's aggregation and higher_is_better and calls no metric
+// function of its own (other options are ignored, as lm-eval ignores
+// them). tally aggregates by mean, so each entry says mean, and says
+// higher_is_better (lm-eval's defaults for a name it does not register
+// fail).
+func (c *config) readResultMetrics(v any) error {
+	list, isList := v.([]any)
+	if !isList || len(list) == 0 {
+		return c.refuse("metric_list", "bad value", "a task with process_results lists its metrics")
+	}
+	seen := map[string]bool{}
+	for i, e := range list {
+		m, isMap := e.(*Map)
+		field := fmt.Sprintf("metric_list[%d]", i)
+		if !isMap {
+			return c.refuse(field, "bad value", "%s is not a mapping", pyStr(e))
+		}
+		name, _ := mustGet(m, "metric").(string)
+		if name == "" {
+			return c.refuse(field, "bad value", "no metric name")
+		}
+		if seen[name] {
+			return c.refuse(field, "bad value", "metric %s listed twice", name)
+		}
+		seen[name] = true
+		if agg := mustGet(m, "aggregation"); agg != "mean" {
+			return c.refuse(field+".aggregation", "aggregation "+pyStr(agg), "%s is not supported (mean is)", pyStr(agg))
+		}
+		hib, isBool := mustGet(m, "higher_is_better").(bool)
+		if !isBool {
+			return c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(mustGet(m, "higher_is_better")))
+		}
+		c.metrics = append(c.metrics, &metricConfig{name: name, aggregation: "mean", higherIsBetter: hib, options: map[string]any{}})
 	}
 	return nil
 }

@@ -223,3 +223,34 @@ func (t *Task) hookText(f Function, top bool) string {
 // TaskConfigFields are TaskConfig's fields in the dataclass's order, as
 // TaskConfig.to_dict() writes them.
 func TaskConfigFields() []string { return append([]string(nil), taskConfigFields...) }
+
+// ResultValues is what a task with a process_results function (a ported
+// one) gives for a response to a document (its JSON) under a filter
+// pipeline: the metric values in its order, ints and floats as the
+// Python function gives them, as lm-eval's samples file writes each
+// line's metric values; nil when the task has no process_results.
+func (t *Task) ResultValues(filter, resp string, docJSON []byte) (*Map, error) {
+	h := t.c.processResults
+	if h == nil {
+		return nil, nil
+	}
+	v, err := decodeJSON(docJSON)
+	if err != nil {
+		return nil, fmt.Errorf("document: %w", err)
+	}
+	doc, ok := v.(*Map)
+	if !ok {
+		return nil, fmt.Errorf("the document is not a mapping")
+	}
+	for _, f := range t.c.filters {
+		if f.name != filter {
+			continue
+		}
+		res, err := f.apply(resp, doc, pyre.NewBudget(utf8.RuneCountInString(resp)+utf8.RuneCount(docJSON)))
+		if err != nil {
+			return nil, err
+		}
+		return h.results(doc, []any{res})
+	}
+	return nil, fmt.Errorf("task %s has no filter %q", t.c.task, filter)
+}

@@ -55,8 +55,14 @@ type pyHook struct {
 	// docs is a process_docs function (a dataset's documents in, out).
 	docs func(docs []*Map) ([]*Map, error)
 	// results is a process_results function: the document and the
-	// filtered responses in, metric values out.
+	// filtered responses in, metric values out (int64 or float64, as the
+	// Python function's values are ints or floats).
 	results func(doc *Map, results []any) (*Map, error)
+	// dataset is a custom_dataset function: called with the task's
+	// metadata and dataset_kwargs, as lm-eval calls it.
+	dataset func(kwargs *Map) (datasetSpec, error)
+	// digest is the module's SHA-256 (it enters the scoring spec).
+	digest string
 }
 
 // serialized is what TaskConfig.to_dict writes for the callable at the
@@ -75,10 +81,19 @@ const (
 	hookDoc hookKind = iota
 	hookDocs
 	hookResults
+	hookDataset
 )
 
 func (k hookKind) String() string {
-	return [...]string{"a document function", "a process_docs function", "a process_results function"}[k]
+	return [...]string{"a document function", "a process_docs function", "a process_results function", "a custom_dataset function"}[k]
+}
+
+// datasetSpec is what a ported custom_dataset function loads: the
+// configuration (the folder of --data's Hub layout) and the splits it
+// returns, read from --data as any task's are.
+type datasetSpec struct {
+	name   string
+	splits []string
 }
 
 // hookModule is a ported Python module: the functions tally has ports
@@ -199,9 +214,10 @@ func resolveHook(f Function, kind hookKind) (*pyHook, error) {
 	} else {
 		return nil, fmt.Errorf("%w: !function %s: %s has no function %s that tally has a port of", errNoPort, f.Name, hm.where, name)
 	}
-	h.fn, h.path = f, path
+	h.fn, h.path, h.digest = f, path, digest
 	switch {
-	case kind == hookDoc && h.doc == nil, kind == hookDocs && h.docs == nil, kind == hookResults && h.results == nil:
+	case kind == hookDoc && h.doc == nil, kind == hookDocs && h.docs == nil, kind == hookResults && h.results == nil,
+		kind == hookDataset && h.dataset == nil:
 		return nil, fmt.Errorf("%w: !function %s is not %s", errNoPort, f.Name, kind)
 	}
 	return h, nil

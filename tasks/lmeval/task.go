@@ -346,7 +346,11 @@ func targetValue(f *textField, v any) (any, error) {
 // readSplit reads a split's documents from every file the source has
 // for it.
 func (t *Task) readSplit(ds *dataSource, split, evalSplit string, skipBad bool) ([]*Map, int, error) {
-	files, err := ds.splitFiles(split, t.c.datasetName, evalSplit)
+	name := t.c.datasetName
+	if t.c.customDataset != nil {
+		name = t.c.customDataset.name
+	}
+	files, err := ds.splitFiles(split, name, evalSplit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("task %s: %w", t.c.task, err)
 	}
@@ -708,6 +712,10 @@ func (t *Task) ScoringSpec() string {
 	for _, m := range t.c.metrics {
 		sp.Metrics = append(sp.Metrics, metric{m.name, m.options})
 	}
+	if h := t.c.processResults; h != nil {
+		// The ported function, by name and its module's digest.
+		sp.Metrics = append(sp.Metrics, metric{"process_results", map[string]any{"function": h.fn.Name, "module": h.digest}})
+	}
 	b, _ := json.Marshal(sp)
 	return string(b)
 }
@@ -741,6 +749,20 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 			if err != nil {
 				return nil, err
 			}
+			if h := t.c.processResults; h != nil {
+				vals, err := h.results(doc, []any{res})
+				if err != nil {
+					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
+				}
+				for _, k := range vals.Keys {
+					x, ok := number(vals.Vals[k])
+					if !ok {
+						return nil, fmt.Errorf("process_results %s: %s is %s, not a number", h.fn.Name, k, pyStr(vals.Vals[k]))
+					}
+					out[k+","+f.name] = x
+				}
+				continue
+			}
 			for _, m := range t.c.metrics {
 				if m.corpus != nil {
 					st, err := m.corpusStats(res, gold, multipleTarget)
@@ -766,6 +788,9 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 // ScoresDocs reports whether scoring reads each sample's document (its
 // Doc): a filter that reads it (multi_choice_regex), so loads keep it.
 func (t *Task) ScoresDocs() bool {
+	if t.c.processResults != nil {
+		return true
+	}
 	for _, f := range t.c.filters {
 		if f.needsDoc() {
 			return true

@@ -91,8 +91,28 @@ class DatasetDict(dict):
     pass
 
 
-def load_dataset(*args, **kwargs):
-    raise RuntimeError("datasets stub: no downloads in the reference harness")
+# The reference harness's data folder: load_dataset reads
+# DATA/[NAME/]SPLIT.jsonl there (a task's own loading code, such as
+# BabiLong's custom_dataset, calls it).
+local_root = None
+
+
+def _read(path):
+    import json
+    with open(path, encoding="utf-8") as fh:
+        return Dataset([json.loads(l) for l in fh if l.strip()])
+
+
+def load_dataset(path=None, name=None, split=None, **kwargs):
+    import os
+    if local_root is None:
+        raise RuntimeError("datasets stub: no downloads in the reference harness")
+    root = local_root
+    if name and os.path.isdir(os.path.join(root, name)):
+        root = os.path.join(root, name)
+    if split is not None:
+        return _read(os.path.join(root, split + ".jsonl"))
+    return DatasetDict({f[:-6]: _read(os.path.join(root, f)) for f in sorted(os.listdir(root)) if f.endswith(".jsonl")})
 
 
 class config:
