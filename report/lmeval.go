@@ -435,6 +435,19 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 	return out
 }
 
+// customAggregation reports whether an lm-eval task aggregates a metric
+// with a function of its own (RULER's aggregate_metrics), not mean or a
+// corpus metric's.
+func customAggregation(lm *lmeval.Task, metric string) bool {
+	for _, m := range lm.Metrics() {
+		if m.Name == metric {
+			_, corpus := scoring.Corpus(m.Name)
+			return m.Aggregation != "mean" && !corpus
+		}
+	}
+	return false
+}
+
 // lmevalRank orders a "METRIC,FILTER" key of an lm-eval task as lm-eval
 // writes its keys: by the filter's place in filter_list, then the
 // metric's in metric_list (keys it does not name last).
@@ -480,7 +493,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 			fewshotSeed = lm.FewshotSeed()
 		}
 		name := filepath.Join(folder, "samples_"+SanitizeTaskName(task)+"_"+dateID+".jsonl")
-		hash, n, err := writeSamples(root, name, m, t)
+		hash, n, lastLen, err := writeSamples(root, name, m, t)
 		if err != nil {
 			return written, err
 		}
@@ -520,10 +533,18 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 				lmName, _ := splitKey(r.Metric)
 				values[lmName+","+g.filter] = jsonFloat(float64(r.Mean.Estimate))
 				values[lmName+"_stderr,"+g.filter] = jsonFloat(float64(r.Stderr))
+				if lm != nil && customAggregation(lm, lmName) {
+					// stderr_for_metric has none for an aggregation of the
+					// task's own.
+					values[lmName+"_stderr,"+g.filter] = "N/A"
+				}
 				if _, ok := taskHib.get(lmName); !ok {
 					taskHib.set(lmName, true)
 				}
 			}
+		}
+		if lm != nil {
+			sampleLen = lastLen // lm-eval's: the last metric's count
 		}
 		res.set("sample_len", sampleLen)
 		// lm-eval's order: filter by filter, each metric then its stderr.
@@ -555,7 +576,11 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		if original < n {
 			original = n
 		}
-		nsamples.set(task, newPyObject().set("original", original).set("effective", n))
+		effective := n
+		if lm != nil {
+			effective = sampleLen // lm-eval's effective is its sample_len
+		}
+		nsamples.set(task, newPyObject().set("original", original).set("effective", effective))
 		configs.set(task, taskConfig(t, m))
 		metricNames := map[string]string{}
 		for _, mk := range t.metrics {
@@ -822,10 +847,16 @@ func sharedSeqs(td *TaskData, cols []int) []string {
 // column order), one line per sample in document order, as lm-eval
 // iterates; it returns lm-eval's task hash (the hash of every line's
 // doc, prompt and target hashes, in order) and the number of documents.
-func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, error) {
+//
+// lastLen is lm-eval's sample_len: the number of values of the
+// (metric, filter) its lines name last for the first time (evaluator_utils
+// _compute_task_aggregations keeps the last one's count), which for a
+// task whose process_results leaves a metric out of some lines is not the
+// number of documents.
+func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (hash string, n, lastLen int, err error) {
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return "", 0, fmt.Errorf("write lm-eval samples: %w", err)
+		return "", 0, 0, fmt.Errorf("write lm-eval samples: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	td := t.td
@@ -855,6 +886,8 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	}
 	var hashes strings.Builder
 	docs := map[int]bool{}
+	counts := map[string]int{}
+	last := ""
 	var werr error
 	for gi := range t.groups {
 		g := &t.groups[gi]
@@ -867,6 +900,13 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 			docs[i] = true
 			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs, response(td, sd, sc, until))
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
+			for _, mk := range line.Metrics {
+				k := mk + "," + line.Filter
+				if counts[k] == 0 {
+					last = k
+				}
+				counts[k]++
+			}
 			b, err := line.MarshalJSON() // as written: json.Marshal would compact it
 			if err != nil {
 				werr = fmt.Errorf("write lm-eval sample %s: %w", sd.ID, err)
@@ -878,9 +918,9 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	}
 	werr = errors.Join(werr, w.Flush(), f.Close())
 	if werr != nil {
-		return "", 0, fmt.Errorf("write %s: %w", name, werr)
+		return "", 0, 0, fmt.Errorf("write %s: %w", name, werr)
 	}
-	return hashString(hashes.String()), len(docs), nil
+	return hashString(hashes.String()), len(docs), counts[last], nil
 }
 
 // docIndices are the samples' document indices (lm-eval's doc_id): their

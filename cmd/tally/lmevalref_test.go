@@ -26,63 +26,69 @@ import (
 type refCase struct {
 	name, task string
 	args       []string
+	// local: lm-eval reads the case's files in place of the task's
+	// custom_dataset too (RULER synthesises its documents; tally reads
+	// them from --data).
+	local bool
 }
 
 // refCases are the task files checked against lm-eval's own code, one or
 // more per family tally loads.
 var refCases = []refCase{
-	{"gsm8k", "gsm8k/gsm8k.yaml", nil},
-	{"gsm8k_cot_llama", "gsm8k/gsm8k-cot-llama.yaml", nil},
-	{"gsm8k_platinum", "gsm8k_platinum/gsm8k-platinum-cot-llama.yaml", nil},
-	{"llama3_gsm8k", "llama3/instruct/gsm8k/gsm8k.yaml", nil},
-	{"gsm_plus", "gsm_plus/gsm_plus.yaml", []string{"--num_fewshot", "2"}},
-	{"mgsm_bn", "mgsm/direct/mgsm_direct_bn.yaml", nil},
-	{"mgsm_es", "spanish_bench/mgsm_direct_es_spanish_bench.yaml", nil},
-	{"basque_mgsm", "basque_bench/mgsm_direct_eu.yaml", nil},
-	{"catalan_mgsm", "catalan_bench/mgsm_direct_ca.yaml", nil},
-	{"galician_mgsm", "galician_bench/mgsm_direct_gl.yaml", nil},
-	{"afrimgsm_amh", "afrimgsm/direct/prompt_1/afrimgsm_amh.yaml", nil},
-	{"arc_challenge_chat", "arc/arc_challenge_chat.yaml", []string{"--num_fewshot", "3"}}, // num_fewshot: 0 stays 0
-	{"asdiv_cot_llama", "asdiv/asdiv-cot-llama.yaml", nil},
-	{"babi", "babi/babi.yaml", nil},
-	{"bbh_boolean_expressions", "bbh/cot_fewshot/boolean_expressions.yaml", nil},
-	{"bigbench_anu", "bigbench/generate_until/abstract_narrative_understanding.yaml", nil},
-	{"fld_default", "fld/fld_default.yaml", nil},
-	{"jaqket_v2", "japanese_leaderboard/ja_leaderboard_jaqket_v2.yaml", nil},
-	{"kbl_civil", "kbl/bar_exam/civil/kbl_bar_exam_em_civil_2012.yaml", nil},
-	{"kmmlu_cot_hard", "kmmlu/cot_hard/kmmlu_cot_hard_accounting.yaml", nil},
-	{"legalbench_abercrombie", "legalbench/abercrombie.yaml", []string{"--num_fewshot", "2"}},
-	{"logieval", "logiqa2/logieval.yaml", nil},
-	{"mmlu_redux", "mmlu-redux/generative/mmlu_abstract_algebra.yaml", nil},
-	{"mmlu_redux_spanish", "mmlu-redux-spanish/generative/mmlu_abstract_algebra.yaml", nil},
-	{"mmlu_flan_cot", "mmlu/flan_cot_fewshot/mmlu_abstract_algebra.yaml", nil},
-	{"nq_open", "nq_open/nq_open.yaml", nil},
-	{"triviaqa", "triviaqa/default.yaml", nil},
-	{"turkishmmlu_cot", "turkishmmlu/config_cot/Biology.yaml", nil},
-	{"celep2", "ulqa/celep2.yaml", nil},
-	{"anagrams1", "unscramble/anagrams1.yaml", nil},
-	{"acp_areach_bool", "acpbench/boolq_cot_2shot/act_reach.yaml", nil},
+	{"gsm8k", "gsm8k/gsm8k.yaml", nil, false},
+	{"gsm8k_cot_llama", "gsm8k/gsm8k-cot-llama.yaml", nil, false},
+	{"gsm8k_platinum", "gsm8k_platinum/gsm8k-platinum-cot-llama.yaml", nil, false},
+	{"llama3_gsm8k", "llama3/instruct/gsm8k/gsm8k.yaml", nil, false},
+	{"gsm_plus", "gsm_plus/gsm_plus.yaml", []string{"--num_fewshot", "2"}, false},
+	{"mgsm_bn", "mgsm/direct/mgsm_direct_bn.yaml", nil, false},
+	{"mgsm_es", "spanish_bench/mgsm_direct_es_spanish_bench.yaml", nil, false},
+	{"basque_mgsm", "basque_bench/mgsm_direct_eu.yaml", nil, false},
+	{"catalan_mgsm", "catalan_bench/mgsm_direct_ca.yaml", nil, false},
+	{"galician_mgsm", "galician_bench/mgsm_direct_gl.yaml", nil, false},
+	{"afrimgsm_amh", "afrimgsm/direct/prompt_1/afrimgsm_amh.yaml", nil, false},
+	{"arc_challenge_chat", "arc/arc_challenge_chat.yaml", []string{"--num_fewshot", "3"}, false}, // num_fewshot: 0 stays 0
+	{"asdiv_cot_llama", "asdiv/asdiv-cot-llama.yaml", nil, false},
+	{"babi", "babi/babi.yaml", nil, false},
+	{"bbh_boolean_expressions", "bbh/cot_fewshot/boolean_expressions.yaml", nil, false},
+	{"bigbench_anu", "bigbench/generate_until/abstract_narrative_understanding.yaml", nil, false},
+	{"fld_default", "fld/fld_default.yaml", nil, false},
+	{"jaqket_v2", "japanese_leaderboard/ja_leaderboard_jaqket_v2.yaml", nil, false},
+	{"kbl_civil", "kbl/bar_exam/civil/kbl_bar_exam_em_civil_2012.yaml", nil, false},
+	{"kmmlu_cot_hard", "kmmlu/cot_hard/kmmlu_cot_hard_accounting.yaml", nil, false},
+	{"legalbench_abercrombie", "legalbench/abercrombie.yaml", []string{"--num_fewshot", "2"}, false},
+	{"logieval", "logiqa2/logieval.yaml", nil, false},
+	{"mmlu_redux", "mmlu-redux/generative/mmlu_abstract_algebra.yaml", nil, false},
+	{"mmlu_redux_spanish", "mmlu-redux-spanish/generative/mmlu_abstract_algebra.yaml", nil, false},
+	{"mmlu_flan_cot", "mmlu/flan_cot_fewshot/mmlu_abstract_algebra.yaml", nil, false},
+	{"nq_open", "nq_open/nq_open.yaml", nil, false},
+	{"triviaqa", "triviaqa/default.yaml", nil, false},
+	{"turkishmmlu_cot", "turkishmmlu/config_cot/Biology.yaml", nil, false},
+	{"celep2", "ulqa/celep2.yaml", nil, false},
+	{"anagrams1", "unscramble/anagrams1.yaml", nil, false},
+	{"acp_areach_bool", "acpbench/boolq_cot_2shot/act_reach.yaml", nil, false},
 	// multi_choice_regex
-	{"mmlu_flan_generative", "mmlu/flan_n_shot/generative/mmlu_abstract_algebra.yaml", []string{"--num_fewshot", "2"}},
-	{"mmlu_flan_cot_zeroshot", "mmlu/flan_cot_zeroshot/mmlu_astronomy.yaml", nil},
-	{"acp_areach_mcq", "acpbench/mcq_cot_2shot/act_reach.yaml", nil},
+	{"mmlu_flan_generative", "mmlu/flan_n_shot/generative/mmlu_abstract_algebra.yaml", []string{"--num_fewshot", "2"}, false},
+	{"mmlu_flan_cot_zeroshot", "mmlu/flan_cot_zeroshot/mmlu_astronomy.yaml", nil, false},
+	{"acp_areach_mcq", "acpbench/mcq_cot_2shot/act_reach.yaml", nil, false},
 	// bleu, chrf, ter (sacrebleu)
-	{"flores_kon_eng", "afrobench/flores/prompt_2/african-english/flores_kon_Latn-eng_Latn.yaml", nil},
-	{"wmt16_en_de", "translation/wmt16_en-de.yaml", nil},
+	{"flores_kon_eng", "afrobench/flores/prompt_2/african-english/flores_kon_Latn-eng_Latn.yaml", nil, false},
+	{"wmt16_en_de", "translation/wmt16_en-de.yaml", nil, false},
 	// Python hooks with Go ports (tasks/lmeval/hooks_mmlu.go)
-	{"mmlu_prox_de_biology", "mmlu_prox/de/mmlu_prox_de_biology.yaml", []string{"--num_fewshot", "2"}},
-	{"mmlu_prox_ja_math", "mmlu_prox/ja/mmlu_prox_ja_math.yaml", []string{"--num_fewshot", "2"}},
-	{"mmlu_pro_law", "mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
-	{"llama3_mmlu_pro_law", "llama3/instruct/mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}},
-	{"llama3_mmlu_de_anatomy", "llama3/instruct/mmlu_de/mmlu_de_anatomy.yaml", nil},
+	{"mmlu_prox_de_biology", "mmlu_prox/de/mmlu_prox_de_biology.yaml", []string{"--num_fewshot", "2"}, false},
+	{"mmlu_prox_ja_math", "mmlu_prox/ja/mmlu_prox_ja_math.yaml", []string{"--num_fewshot", "2"}, false},
+	{"mmlu_pro_law", "mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}, false},
+	{"llama3_mmlu_pro_law", "llama3/instruct/mmlu_pro/mmlu_pro_law.yaml", []string{"--num_fewshot", "2"}, false},
+	{"llama3_mmlu_de_anatomy", "llama3/instruct/mmlu_de/mmlu_de_anatomy.yaml", nil, false},
 	// long-context suites (tasks/lmeval/hooks_longctx.go)
-	{"longbench_qasper", "longbench/qasper.yaml", nil},
-	{"longbench_trec", "longbench/trec.yaml", nil},
-	{"longbench_passage_count", "longbench/passage_count.yaml", nil},
-	{"longbench_passage_retrieval_en", "longbench/passage_retrieval_en.yaml", nil},
-	{"longbench_passage_retrieval_zh", "longbench/passage_retrieval_zh.yaml", nil},
-	{"longbench_lcc", "longbench/lcc.yaml", nil},
-	{"babilong_qa1", "babilong/babilong_qa1.yaml", nil},
+	{"longbench_qasper", "longbench/qasper.yaml", nil, false},
+	{"longbench_trec", "longbench/trec.yaml", nil, false},
+	{"longbench_passage_count", "longbench/passage_count.yaml", nil, false},
+	{"longbench_passage_retrieval_en", "longbench/passage_retrieval_en.yaml", nil, false},
+	{"longbench_passage_retrieval_zh", "longbench/passage_retrieval_zh.yaml", nil, false},
+	{"longbench_lcc", "longbench/lcc.yaml", nil, false},
+	{"babilong_qa1", "babilong/babilong_qa1.yaml", nil, false},
+	{"ruler_niah_single_1", "ruler/niah_single_1.yaml", nil, true},
+	{"ruler_qa_squad", "ruler/qa_squad.yaml", nil, true},
 }
 
 // refRules are the fields compared by presence and kind only: what
@@ -127,7 +133,7 @@ func TestLMEvalReference(t *testing.T) {
 		}
 		data, _ := filepath.Abs(filepath.Join(dir, "data"))
 		cases = append(cases, lmevalref.Case{Name: rc.name, Task: filepath.Join(tasks, rc.task), Data: data, Outputs: outputs,
-			Out: filepath.Join(work, rc.name, "lm-eval"), Args: rc.args})
+			Out: filepath.Join(work, rc.name, "lm-eval"), Args: rc.args, LocalDataset: rc.local})
 	}
 	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "lmevalref", "harness.py"))
 	results := lmevalref.Harness(t, script, cases)

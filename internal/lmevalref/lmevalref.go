@@ -121,6 +121,9 @@ type Case struct {
 	Args []string `json:"args,omitempty"`
 	// Metadata is lm-eval's --metadata, when set.
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// LocalDataset replaces the task's custom_dataset by the case's files
+	// too (RULER's documents, which lm-eval synthesises).
+	LocalDataset bool `json:"local_dataset,omitempty"`
 }
 
 // Result is what the harness says of a case.

@@ -102,6 +102,10 @@ type metricConfig struct {
 	em             *exactmatch.Metric
 	corpus         *scoring.CorpusMetric
 	options        map[string]any
+	// skip, for an aggregation that is the mean of the values but one
+	// (a ported function's), is that value: a sample giving it is left
+	// out of the metric's scores.
+	skip *float64
 }
 
 // config is a task file read and checked.
@@ -155,7 +159,7 @@ func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) 
 // hookFields are the fields whose !function tally runs where it has a
 // port: every other !function is refused.
 var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true,
-	"process_results": true, "custom_dataset": true}
+	"process_results": true, "custom_dataset": true, "metric_list": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -593,6 +597,9 @@ func (c *config) readMetrics() error {
 	if c.processResults != nil {
 		return c.readResultMetrics(v)
 	}
+	if f := findFunction(v); f != "" {
+		return c.refuse("metric_list", "!function", "!function %s is Python code, which tally does not run", f)
+	}
 	if !ok || v == nil {
 		em, _ := exactmatch.New(exactmatch.Options{})
 		c.metrics = []*metricConfig{{name: "exact_match", aggregation: "mean", higherIsBetter: true, em: em, options: map[string]any{}}}
@@ -711,6 +718,11 @@ func (c *config) readResultMetrics(v any) error {
 		if !isMap {
 			return c.refuse(field, "bad value", "%s is not a mapping", pyStr(e))
 		}
+		for _, k := range m.Keys {
+			if f := findFunction(m.Vals[k]); f != "" && k != "aggregation" {
+				return c.refuse(field+"."+k, "!function", "!function %s is Python code, which tally does not run", f)
+			}
+		}
 		name, _ := mustGet(m, "metric").(string)
 		if name == "" {
 			return c.refuse(field, "bad value", "no metric name")
@@ -719,14 +731,26 @@ func (c *config) readResultMetrics(v any) error {
 			return c.refuse(field, "bad value", "metric %s listed twice", name)
 		}
 		seen[name] = true
-		if agg := mustGet(m, "aggregation"); agg != "mean" {
-			return c.refuse(field+".aggregation", "aggregation "+pyStr(agg), "%s is not supported (mean is)", pyStr(agg))
+		mc := &metricConfig{name: name, aggregation: "mean", options: map[string]any{}}
+		switch agg := mustGet(m, "aggregation").(type) {
+		case Function:
+			h, err := c.hook(field+".aggregation", agg, hookAggregation)
+			if err != nil {
+				return err
+			}
+			mc.aggregation, mc.skip = h.fn.Name, &h.meanSkipping
+			mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
+		default:
+			if agg != "mean" {
+				return c.refuse(field+".aggregation", "aggregation "+pyStr(agg), "%s is not supported (mean is)", pyStr(agg))
+			}
 		}
 		hib, isBool := mustGet(m, "higher_is_better").(bool)
 		if !isBool {
 			return c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(mustGet(m, "higher_is_better")))
 		}
-		c.metrics = append(c.metrics, &metricConfig{name: name, aggregation: "mean", higherIsBetter: hib, options: map[string]any{}})
+		mc.higherIsBetter = hib
+		c.metrics = append(c.metrics, mc)
 	}
 	return nil
 }

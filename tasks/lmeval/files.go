@@ -165,6 +165,26 @@ func (t *Task) ToDict(runtime *Map, configSource string) *Map {
 				out.Set(k, t.hookText(f, true))
 				continue
 			}
+			if list, isList := v.([]any); isList && k == "metric_list" {
+				// to_dict serialises a metric's callables too.
+				ml := make([]any, len(list))
+				for i, e := range list {
+					em, isMap := e.(*Map)
+					if !isMap {
+						ml[i] = cloneValue(e)
+						continue
+					}
+					c := em.Clone()
+					for _, mk := range c.Keys {
+						if f, isFn := c.Vals[mk].(Function); isFn {
+							c.Vals[mk] = t.hookText(f, true)
+						}
+					}
+					ml[i] = c
+				}
+				out.Set(k, ml)
+				continue
+			}
 			out.Set(k, cloneValue(v))
 		} else if d, ok := defaults[k]; ok {
 			out.Set(k, d)

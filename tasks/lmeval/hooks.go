@@ -61,6 +61,11 @@ type pyHook struct {
 	// dataset is a custom_dataset function: called with the task's
 	// metadata and dataset_kwargs, as lm-eval calls it.
 	dataset func(kwargs *Map) (datasetSpec, error)
+	// meanSkipping is an aggregation that is the mean of the values other
+	// than this one (RULER's aggregate_metrics and its -1), set with
+	// aggregation.
+	meanSkipping float64
+	aggregation  bool
 	// digest is the module's SHA-256 (it enters the scoring spec).
 	digest string
 }
@@ -82,10 +87,12 @@ const (
 	hookDocs
 	hookResults
 	hookDataset
+	hookAggregation
 )
 
 func (k hookKind) String() string {
-	return [...]string{"a document function", "a process_docs function", "a process_results function", "a custom_dataset function"}[k]
+	return [...]string{"a document function", "a process_docs function", "a process_results function", "a custom_dataset function",
+		"an aggregation function"}[k]
 }
 
 // datasetSpec is what a ported custom_dataset function loads: the
@@ -217,7 +224,7 @@ func resolveHook(f Function, kind hookKind) (*pyHook, error) {
 	h.fn, h.path, h.digest = f, path, digest
 	switch {
 	case kind == hookDoc && h.doc == nil, kind == hookDocs && h.docs == nil, kind == hookResults && h.results == nil,
-		kind == hookDataset && h.dataset == nil:
+		kind == hookDataset && h.dataset == nil, kind == hookAggregation && !h.aggregation:
 		return nil, fmt.Errorf("%w: !function %s is not %s", errNoPort, f.Name, kind)
 	}
 	return h, nil

@@ -759,6 +759,9 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 					if !ok {
 						return nil, fmt.Errorf("process_results %s: %s is %s, not a number", h.fn.Name, k, pyStr(vals.Vals[k]))
 					}
+					if m := t.metric(k); m != nil && m.skip != nil && x == *m.skip {
+						continue // the value the metric's aggregation leaves out
+					}
 					out[k+","+f.name] = x
 				}
 				continue
@@ -783,6 +786,16 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		}
 		return out, nil
 	}
+}
+
+// metric is the metric_list entry of a name (nil: none).
+func (t *Task) metric(name string) *metricConfig {
+	for _, m := range t.c.metrics {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // ScoresDocs reports whether scoring reads each sample's document (its

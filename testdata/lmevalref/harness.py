@@ -17,9 +17,13 @@ nothing else:
   (at the earliest occurrence of any of them), as the continuation a model
   returns;
 - Debian's typing_extensions lacks `deprecated` (stubs/typing_extensions);
-  pandas, pytablewriter, transformers and rouge are imported by code the
-  cases do not run (stubs/), and `datasets.load_dataset` reads the case's
-  files (a task's own custom_dataset calls it).
+  pandas, pytablewriter, transformers, rouge, wonderwords, nltk and scipy
+  are imported by code the cases do not run (stubs/), and
+  `datasets.load_dataset` reads the case's files (a task's own
+  custom_dataset calls it); a case with "local_dataset" reads its files in
+  place of the task's custom_dataset (RULER's, which synthesises its
+  documents with the model's tokenizer: tally reads such documents from
+  --data).
 
 sacrebleu is imported from its source tree (the test extracts it and adds
 its version.py), as lm-eval's bleu, chrf and ter call it.
@@ -27,7 +31,7 @@ its version.py), as lm-eval's bleu, chrf and ter call it.
 Input (JSON on stdin): {"lm_eval": DIR holding lm_eval/, "sacrebleu": DIR
 holding sacrebleu/ or "", "cases": [{"name", "task": YAML, "data": DIR,
 "outputs": {TASK: {DOC_ID: TEXT}}, "out": DIR, "args": [extra CLI
-arguments], "metadata": {...} or null}]}. Output (JSON on stdout): per
+arguments], "metadata": {...} or null, "local_dataset": bool}]}. Output (JSON on stdout): per
 case, "ok" or "error" (the exception, with its traceback), and the
 requests the model saw ([task, doc_id, prompt, gen_kwargs]).
 """
@@ -58,6 +62,8 @@ def main():
     def version(name):
         if name in ("lm_eval", "lm-eval"):
             return "0.4.9.2+4e7e0d47"
+        if name == "nltk":
+            return "3.9.1"  # stubs/nltk, which RULER's prepare_niah checks
         return real_version(name)
 
     md.version = version
@@ -72,10 +78,10 @@ def main():
     # `pip install fuzzywuzzy` gives it without python-Levenshtein.
     sys.modules["Levenshtein"] = None
 
-    state = {"data": None, "outputs": {}, "requests": []}
+    state = {"data": None, "outputs": {}, "requests": [], "local": False}
 
     def download(self, dataset_kwargs=None, **kwargs):
-        if callable(self.config.custom_dataset):
+        if callable(self.config.custom_dataset) and not state["local"]:
             self.dataset = self.config.custom_dataset(
                 **(self.config.metadata or {}), **(self.config.dataset_kwargs or {})
             )
@@ -154,6 +160,7 @@ def main():
     report = []
     for case in spec["cases"]:
         state["data"] = case["data"]
+        state["local"] = bool(case.get("local_dataset"))
         datasets.local_root = case["data"]
         state["outputs"] = case["outputs"]
         state["requests"] = []
