@@ -1,6 +1,9 @@
 // Package lmeval runs lm-evaluation-harness task files (YAML) in tally:
 // generate_until tasks whose prompts, few-shot examples, filters and
-// metrics need no Python. It reads them as lm-eval does at commit
+// metrics need no Python, or need Python functions tally has Go ports of
+// (hooks.go: recognised by their module's SHA-256; MMLU-Pro, MMLU-ProX,
+// llama3 instruct, LongBench, BabiLong, RULER). It reads them as lm-eval
+// does at commit
 // 4e7e0d47f33bc71070c1d38394bafbb52b117163 of
 // github.com/EleutherAI/lm-evaluation-harness (2026-08-21): includes
 // (lm_eval/tasks/_yaml_loader.py, with PyYAML's YAML 1.1 scalars),
@@ -14,12 +17,19 @@
 // take_first, remove_whitespace, lowercase, uppercase, map; patterns in
 // Python's re syntax through tally/internal/pyre) and exact_match
 // (lm_eval/api/metrics.py, tally/scoring/exactmatch) with
-// ConfigurableTask.process_results's rules for generate_until.
+// ConfigurableTask.process_results's rules for generate_until, bleu, chrf
+// and ter (sacrebleu's corpus scores, tally/scoring/sacrebleu), and the
+// multi_choice_regex filter.
+//
+// The Python behaviour these need is reproduced exactly by hand-written
+// code (tally/internal/pyre, pyrandom, pystr, pyliteral and the ports),
+// not a library: no Go library reproduces Python's re, random, str
+// methods, jinja2's rendering or the functions of lm-eval's task folders
+// to the character, which decides prompts and scores.
 //
 // What tally cannot reproduce is refused with one line naming the field
-// (*Refusal): Python code (!function, class, process_docs,
-// process_results), other output types, metrics other than exact_match,
-// other filters, sampling.
+// (*Refusal): Python code it has no port of (!function, class), other
+// output types, other metrics and filters, sampling.
 package lmeval
 
 import (
