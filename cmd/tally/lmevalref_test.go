@@ -73,6 +73,10 @@ var refCases = []refCase{
 	// bleu, chrf, ter (sacrebleu)
 	{"flores_kon_eng", "afrobench/flores/prompt_2/african-english/flores_kon_Latn-eng_Latn.yaml", nil, false},
 	{"wmt16_en_de", "translation/wmt16_en-de.yaml", nil, false},
+	{"noreval_tatoeba_eng_nob", "noreval/tatoeba/tatoeba_eng_nob/tatoeba_eng_nob_p0.yaml", nil, false},
+	{"noreval_norsummarize_instruct", "noreval/norsummarize-instruct/norsummarize_instruct.yaml", nil, false},
+	{"portuguese_flores_en_pt", "portuguese_bench/flores_pt/flores_en-pt.yaml", nil, false},
+	{"noreval_ask_gec", "noreval/ask_gec/ask_gec_p0.yaml", nil, false}, // max_new_tokens
 	// Python hooks with Go ports (tasks/lmeval/hooks_mmlu.go)
 	{"mmlu_prox_de_biology", "mmlu_prox/de/mmlu_prox_de_biology.yaml", []string{"--num_fewshot", "2"}, false},
 	{"mmlu_prox_ja_math", "mmlu_prox/ja/mmlu_prox_ja_math.yaml", []string{"--num_fewshot", "2"}, false},
