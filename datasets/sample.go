@@ -25,7 +25,8 @@ type Sample struct {
 	// loader builds prompts itself), Target the task's target template
 	// rendered for it, and Index its position in the task's data
 	// (counted from 0; nil: unknown). Reports write them (lm-eval's "doc",
-	// "target" and "doc_id"); they take no part in scoring.
+	// "target" and "doc_id"); an lm-eval task's scoring may read Doc (a
+	// filter or metric of lm-eval's that takes the document).
 	Doc    json.RawMessage `json:"-"`
 	Target *string         `json:"-"`
 	Index  *int            `json:"-"`

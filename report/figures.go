@@ -2,11 +2,13 @@ package report
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 
 	"tally/generate"
+	"tally/scoring"
 	"tally/scoring/stats"
 )
 
@@ -73,7 +75,14 @@ func summarise(f figures) []Row {
 	}
 	var rows []Row
 	pairs := make([]float64, 2*len(ids)) // pairColumns' room, reused
+	corpus := corpusKeys(td.Metrics)
 	for mi, m := range td.Metrics {
+		if _, _, stat := scoring.ParseCorpusStatKey(m); stat {
+			continue // a corpus metric's statistic: its row is the metric's
+		}
+		if _, ok := corpus[m]; ok {
+			continue
+		}
 		positions := make([][]int32, len(td.Columns))
 		posOf := func(ci int) []int32 {
 			if positions[ci] == nil {
@@ -115,7 +124,98 @@ func summarise(f figures) []Row {
 			rows = append(rows, row)
 		}
 	}
+	for _, key := range slices.Sorted(maps.Keys(corpus)) {
+		if !slices.Contains(td.Metrics, key) {
+			td.Metrics = append(td.Metrics, key)
+		}
+		for ci := range td.Columns {
+			if row, ok := corpusRow(f, ci, key, corpus[key], byNum, at); ok {
+				rows = append(rows, row)
+			}
+		}
+	}
 	return rows
+}
+
+// corpusKeys groups the statistics of corpus metrics among a task's
+// metrics (scoring.CorpusStatKey: "bleu#3,none") by the corpus metric's
+// score key ("bleu,none"): per statistic, the metric's index.
+func corpusKeys(metrics []string) map[string][]int {
+	out := map[string][]int{}
+	for mi, m := range metrics {
+		key, i, ok := scoring.ParseCorpusStatKey(m)
+		if !ok {
+			continue
+		}
+		cm, _ := scoring.CorpusName(key)
+		if out[key] == nil {
+			out[key] = make([]int, cm.Stats)
+			for k := range out[key] {
+				out[key][k] = -1
+			}
+		}
+		out[key][i] = mi
+	}
+	return out
+}
+
+// corpusRow is a column's row of a corpus metric (BLEU, chrF, TER): its
+// score over the samples scored, in sample order, as the metric scores a
+// corpus from the sum of the samples' statistics, with lm-eval's
+// bootstrap standard error and the resamples' 2.5th and 97.5th
+// percentiles as its interval (scoring.CorpusFigures). A failed sample,
+// which has no statistics, is counted in n and listed, and takes no part
+// in the score (it has no prediction to score). No row when the column
+// has no statistics of the metric.
+func corpusRow(f figures, ci int, key string, stat []int, byNum []int32, at func(*series) []int32) (Row, bool) {
+	td, ids := f.td, f.ids
+	cm, _ := scoring.CorpusName(key)
+	pos := make([][]int32, len(stat))
+	srs := make([]*series, len(stat))
+	for k, mi := range stat {
+		if mi < 0 {
+			return Row{}, false
+		}
+		srs[k] = f.ser[[2]int{ci, mi}]
+		if srs[k] == nil || srs[k].n == 0 {
+			return Row{}, false
+		}
+		pos[k] = at(srs[k])
+	}
+	c := td.Columns[ci]
+	row := Row{Task: td.label(), Variant: td.Task, Metric: key, Setting: c.Label, Model: c.Model, Chat: c.Chat, Stop: c.Setting, Seqs: nonNil(c.Seqs()), Budget: c.Budget}
+	var samples [][]float64
+	fails := f.fails[ci]
+	for _, id := range byNum {
+		if why, ok := fails[id]; ok {
+			row.FailedSamples = append(row.FailedSamples, FailedSample{ids[id], why})
+			row.N++
+			continue
+		}
+		v := make([]float64, len(stat))
+		complete := true
+		for k := range stat {
+			p := pos[k][id]
+			if p < 0 {
+				complete = false
+				break
+			}
+			v[k] = srs[k].at(p).val()
+		}
+		if complete {
+			samples = append(samples, v)
+			row.N++
+		}
+	}
+	row.Failed = len(row.FailedSamples)
+	row.Scored = row.N - row.Failed
+	score, stderr, lo, hi, err := scoring.CorpusFigures(cm, samples)
+	if err != nil {
+		score, stderr, lo, hi = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	row.Mean = Interval{generate.Mean(score), generate.Mean(lo), generate.Mean(hi)}
+	row.Stderr = generate.Mean(stderr)
+	return row, true
 }
 
 // pairColumns pairs a column's values with its base column's by sample

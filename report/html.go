@@ -428,6 +428,9 @@ func WriteHTMLStore(ctx context.Context, w io.Writer, st *store.Store, f store.F
 func taskSection(td *TaskData) htmlTask {
 	ht := htmlTask{Task: td.label(), Samples: len(td.Samples), Failed: failedList(td.Rows)}
 	for _, m := range td.Metrics {
+		if !slices.ContainsFunc(td.Rows, func(r Row) bool { return r.Metric == m }) {
+			continue // no figures of its own (a corpus metric's statistic)
+		}
 		hm := htmlMetric{Metric: m}
 		var labels, dlabels []string
 		var ivs, divs []stats.Interval

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"tally/generate"
 	"tally/internal/atomicfile"
 	"tally/scoring"
+	"tally/tasks/lmeval"
 )
 
 // The lm-evaluation-harness layout, field for field as its own writer
@@ -98,7 +100,7 @@ type LMEvalOptions struct {
 	// Version is tally's version.
 	Version string
 	// Start and End are when the evaluation started and ended (date,
-	// start_time, end_time, total_evaluation_time_seconds); Now names the
+	// total_evaluation_time_seconds); Now names the
 	// files (date_id). Zero values are Now.
 	Start, End, Now time.Time
 	// Models holds, by fingerprint, what the model's run said of itself.
@@ -137,7 +139,10 @@ type LMEvalSample struct {
 	PromptHash    string                    `json:"prompt_hash"`
 	TargetHash    string                    `json:"target_hash"`
 	Tally         *TallyExtra               `json:"tally,omitempty"`
-	MetricValues  map[string]float64        `json:"-"`
+	// MetricValues are the per-sample metric values: a float, or for a
+	// corpus metric (bleu, chrf, ter) the [reference, prediction] pair
+	// lm-eval's process_results gives.
+	MetricValues map[string]any `json:"-"`
 }
 
 // TallyExtra is what tally keeps beside an lm-eval sample line: enough to
@@ -168,22 +173,38 @@ type TallyExtra struct {
 	Scores map[string]*float64 `json:"scores,omitempty"`
 }
 
-// MarshalJSON writes the metric values as top-level keys, as lm-eval does
-// (example.update(metrics)).
+// MarshalJSON writes the line as lm-eval's save_results_samples does
+// (json.dumps(sample, ensure_ascii=False): its members in lm-eval's order,
+// ", " and ": " between them, floats as Python writes them), the metric
+// values as top-level members after target_hash (example.update(metrics)),
+// in the order of metrics, then tally's object.
 func (s LMEvalSample) MarshalJSON() ([]byte, error) {
-	type plain LMEvalSample
-	b, err := marshalPy(plain(s), false)
-	if err != nil {
-		return nil, err
+	o := newPyObject()
+	o.set("doc_id", s.DocID).set("doc", s.Doc).set("target", s.Target)
+	args := newPyObject()
+	for _, k := range slices.Sorted(maps.Keys(s.Arguments)) {
+		a := newPyObject()
+		for _, ak := range slices.Sorted(maps.Keys(s.Arguments[k])) {
+			a.set(ak, s.Arguments[k][ak])
+		}
+		args.set(k, a)
 	}
-	if len(s.MetricValues) == 0 {
-		return b, nil
+	o.set("arguments", args).set("resps", s.Resps).set("filtered_resps", s.FilteredResps).set("filter", s.Filter).
+		set("metrics", nonNil(s.Metrics)).set("doc_hash", s.DocHash).set("prompt_hash", s.PromptHash).set("target_hash", s.TargetHash)
+	for _, m := range s.Metrics {
+		if v, ok := s.MetricValues[m]; ok {
+			o.set(m, v)
+		}
 	}
-	extra, err := marshalPy(s.MetricValues, false)
-	if err != nil {
-		return nil, err
+	for _, m := range slices.Sorted(maps.Keys(s.MetricValues)) {
+		if _, ok := o.get(m); !ok {
+			o.set(m, s.MetricValues[m])
+		}
 	}
-	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
+	if s.Tally != nil {
+		o.set("tally", s.Tally)
+	}
+	return pyEncode(o, false)
 }
 
 // marshalPy marshals as Python's json.dumps(ensure_ascii=False) does
@@ -360,9 +381,19 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 				budgets[td.Columns[ci].Budget] = true
 			}
 			for _, m := range td.Metrics {
+				if _, _, stat := scoring.ParseCorpusStatKey(m); stat {
+					continue // a corpus metric's statistic, written as the metric
+				}
 				if m != generate.Unscorable && m != generate.NoneScored {
 					t.metrics = append(t.metrics, m)
 				}
+			}
+			if td.Info != nil && td.Info.LMEval != nil {
+				// lm-eval's order: its filters as filter_list lists them,
+				// each with the metrics as metric_list lists them.
+				slices.SortStableFunc(t.metrics, func(a, b string) int {
+					return cmp.Compare(lmevalRank(td.Info.LMEval, a), lmevalRank(td.Info.LMEval, b))
+				})
 			}
 			own := ""
 			if td.Info != nil {
@@ -405,35 +436,84 @@ func lmevalModels(ds *Dataset) []*lmevalModel {
 	return out
 }
 
-// writeModel writes one model's samples files and results file.
+// customAggregation reports whether an lm-eval task aggregates a metric
+// with a function of its own (RULER's aggregate_metrics), not mean or a
+// corpus metric's.
+func customAggregation(lm *lmeval.Task, metric string) bool {
+	for _, m := range lm.Metrics() {
+		if m.Name == metric {
+			_, corpus := scoring.Corpus(m.Name)
+			return m.Aggregation != "mean" && !corpus
+		}
+	}
+	return false
+}
+
+// lmevalRank orders a "METRIC,FILTER" key of an lm-eval task as lm-eval
+// writes its keys: by the filter's place in filter_list, then the
+// metric's in metric_list (keys it does not name last).
+func lmevalRank(lm *lmeval.Task, key string) int {
+	metric, part := splitKey(key)
+	fi, mi := slices.Index(lm.Filters(), part), slices.IndexFunc(lm.Metrics(), func(m lmeval.Metric) bool { return m.Name == metric })
+	if fi < 0 {
+		fi = len(lm.Filters())
+	}
+	if mi < 0 {
+		mi = len(lm.Metrics())
+	}
+	return fi*(len(lm.Metrics())+1) + mi
+}
+
+// writeModel writes one model's samples files and results file, its
+// members in the order lm-eval 4e7e0d47's writer puts them
+// (EvalAcc._to_eval_results, simple_evaluate, add_env_info,
+// EvaluationTracker.save_results_aggregated with the GeneralConfigTracker
+// dataclass), floats as Python writes them.
 func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel, opt LMEvalOptions) ([]string, error) {
 	if err := root.MkdirAll(folder, 0o755); err != nil {
 		return nil, fmt.Errorf("write lm-eval files: %w", err)
 	}
 	dateID := strings.ReplaceAll(now.Format("2006-01-02T15:04:05.000000"), ":", "-")
-	out := map[string]any{}
-	results, configs, versions, nshot, hib, nsamples, groups, hashes := map[string]any{}, map[string]any{}, map[string]any{},
-		map[string]any{}, map[string]any{}, map[string]any{}, map[string]any{}, map[string]string{}
+	results, configs, versions, nshot, hib, nsamples, groups, hashes := newPyObject(), newPyObject(), newPyObject(),
+		newPyObject(), newPyObject(), newPyObject(), newPyObject(), newPyObject()
 	tallyTasks := map[string]any{}
 	var written []string
 	variants := map[string]any{}
+	fewshotSeed := int64(lmeval.DefaultFewshotSeed)
 	for _, t := range m.tasks {
 		td := t.td
 		task := td.Name() // a results file holds one variant of a task (lmevalLayers)
 		if td.Variant != nil {
 			variants[td.Task] = td.Variant
 		}
+		lm := (*lmeval.Task)(nil)
+		if td.Info != nil {
+			lm = td.Info.LMEval
+		}
+		if lm != nil {
+			fewshotSeed = lm.FewshotSeed()
+		}
 		name := filepath.Join(folder, "samples_"+SanitizeTaskName(task)+"_"+dateID+".jsonl")
-		hash, n, lines, err := writeSamples(root, name, m, t)
+		hash, n, lastLen, lines, err := writeSamples(root, name, m, t)
 		if err != nil {
 			return written, err
 		}
 		written = append(written, filepath.Join(dir, name))
-		hashes[task] = hash
-		res := map[string]any{"alias": task, "name": task}
-		taskHib := map[string]any{}
+		hashes.set(task, hash)
+		alias := task
+		if lm != nil && lm.Alias() != "" {
+			alias = lm.Alias()
+		}
+		res := newPyObject().set("name", task).set("alias", alias)
+		taskHib := newPyObject()
+		if lm != nil {
+			for _, mt := range lm.Metrics() {
+				taskHib.set(mt.Name, mt.HigherIsBetter)
+			}
+		}
 		sampleLen := 0
 		failed := map[string]int{}
+		values := map[string]any{}
 		for _, r := range td.Rows {
 			for _, ci := range t.cols {
 				c := td.Columns[ci]
@@ -451,36 +531,62 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 					continue
 				}
 				failed[g.filter] = max(failed[g.filter], r.Failed)
-				lm, _ := splitKey(r.Metric)
-				res[lm+","+g.filter] = jsonFloat(float64(r.Mean.Estimate))
-				res[lm+"_stderr,"+g.filter] = jsonFloat(float64(r.Stderr))
-				taskHib[lm] = true
+				lmName, _ := splitKey(r.Metric)
+				values[lmName+","+g.filter] = jsonFloat(float64(r.Mean.Estimate))
+				values[lmName+"_stderr,"+g.filter] = jsonFloat(float64(r.Stderr))
+				if lm != nil && customAggregation(lm, lmName) {
+					// stderr_for_metric has none for an aggregation of the
+					// task's own.
+					values[lmName+"_stderr,"+g.filter] = "N/A"
+				}
+				if _, ok := taskHib.get(lmName); !ok {
+					taskHib.set(lmName, true)
+				}
 			}
 		}
-		res["sample_len"] = sampleLen
-		results[task] = res
-		groups[task] = []string{}
-		hib[task] = taskHib
+		if lm != nil {
+			sampleLen = lastLen // lm-eval's: the last metric's count
+		}
+		res.set("sample_len", sampleLen)
+		// lm-eval's order: filter by filter, each metric then its stderr.
+		for _, g := range t.groups {
+			for _, mk := range g.metrics {
+				lmName, _ := splitKey(mk)
+				for _, k := range []string{lmName + "," + g.filter, lmName + "_stderr," + g.filter} {
+					if v, ok := values[k]; ok {
+						res.set(k, v)
+					}
+				}
+			}
+		}
+		results.set(task, res)
+		hib.set(task, taskHib)
 		// lm-eval's task.VERSION: metadata.version, else ConfigurableTask's
 		// "Yaml" (a tally task, configured by YAML too, the same).
-		versions[task] = "Yaml"
-		nshot[task] = 0
+		var version any = "Yaml"
+		fewshot := 0
 		if td.Info != nil {
 			if td.Info.Version != nil {
-				versions[task] = td.Info.Version
+				version = td.Info.Version
 			}
-			nshot[task] = td.Info.FewShot
+			fewshot = td.Info.FewShot
 		}
+		versions.set(task, version)
+		nshot.set(task, fewshot)
 		original := td.Total
 		if original < n {
 			original = n
 		}
-		nsamples[task] = map[string]int{"original": original, "effective": n}
-		configs[task] = taskConfig(t, m)
+		effective := n
+		if lm != nil {
+			effective = sampleLen // lm-eval's effective is its sample_len
+		}
+		nsamples.set(task, newPyObject().set("original", original).set("effective", effective))
+		configs.set(task, taskConfig(t, m))
 		metricNames := map[string]string{}
 		for _, mk := range t.metrics {
-			lm, _ := splitKey(mk)
-			metricNames[lm] = mk
+			lmName, _ := splitKey(mk)
+			metricNames[lmName] = mk
 		}
 		filters := map[string]any{}
 		for _, g := range t.groups {
@@ -494,7 +600,7 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 	var limit any
 	for _, t := range m.tasks {
 		if t.td.Limit > 0 {
-			limit = t.td.Limit
+			limit = pyFloat(t.td.Limit) // lm-eval's --limit is a float
 		}
 	}
 	var batch any
@@ -505,36 +611,57 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 	if mo.Device != "" {
 		device = mo.Device
 	}
-	var dtype any // lm-eval's model_dtype: null when unknown
-	if m.dtype != "" {
-		dtype = m.dtype
-	}
 	var tmpl, tmplSHA any
 	if mo.ChatTemplate != "" {
 		tmpl, tmplSHA = mo.ChatTemplate, hashString(mo.ChatTemplate)
 	}
-	out["results"], out["group_subtasks"], out["configs"], out["versions"] = results, groups, configs, versions
-	out["n-shot"], out["higher_is_better"], out["n-samples"] = nshot, hib, nsamples
-	out["config"] = map[string]any{"model": "tally", "model_args": "pretrained=" + m.name, "model_dtype": dtype, "batch_size": batch, "batch_sizes": []int{},
-		"device": device, "use_cache": nil, "limit": limit, "bootstrap_iters": 100000, "gen_kwargs": nil,
-		"random_seed": nil, "numpy_seed": nil, "torch_seed": nil, "fewshot_seed": nil}
-	out["git_hash"] = nil
-	out["date"] = unixSeconds(opt.Start)
-	out["pretty_env_info"] = "N/A (torch not installed)"
-	out["transformers_version"] = "N/A"
-	out["lm_eval_version"] = "N/A (written by tally " + opt.Version + ")"
-	out["upper_git_hash"] = nil
-	out["task_hashes"] = hashes
-	out["model_source"] = "tally"
-	out["model_name"] = m.name
-	out["model_name_sanitized"] = SanitizeModelName(m.name)
-	out["system_instruction"], out["system_instruction_sha"] = nil, nil
-	out["fewshot_as_multiturn"] = false
-	out["chat_template"], out["chat_template_sha"] = tmpl, tmplSHA
-	out["start_time"], out["end_time"] = unixSeconds(opt.Start), unixSeconds(opt.End)
-	out["total_evaluation_time_seconds"] = strconv.FormatFloat(opt.End.Sub(opt.Start).Seconds(), 'f', -1, 64)
-	out["tally"] = map[string]any{"version": opt.Version, "fingerprint": m.fp, "chat": m.chat, "backend": mo.Backend, "tasks": tallyTasks, "variants": variants}
-	b, err := marshalPy(out, true)
+	// configs, versions, n-shot and higher_is_better by task name, as
+	// lm-eval sorts them; results and n-samples in the tasks' order.
+	sortObj := func(o *pyObject) *pyObject { slices.Sort(o.keys); return o }
+	out := newPyObject()
+	out.set("results", results)
+	out.set("group_subtasks", groups)
+	out.set("configs", sortObj(configs))
+	out.set("versions", sortObj(versions))
+	out.set("n-shot", sortObj(nshot))
+	out.set("higher_is_better", sortObj(hib))
+	out.set("n-samples", nsamples)
+	config := newPyObject().set("model", "tally").set("model_args", newPyObject().set("pretrained", m.name))
+	// model_dtype is what an HF model's get_model_info adds (null when
+	// tally does not know it: a server's model).
+	var dtype any
+	if m.dtype != "" {
+		dtype = m.dtype
+	}
+	config.set("model_dtype", dtype)
+	// The seeds are lm-eval's command line's defaults (tally draws no
+	// random numbers but the few-shot sampler's, whose seed is its own).
+	config.set("batch_size", batch).set("batch_sizes", []int{}).set("device", device).set("use_cache", nil).
+		set("limit", limit).set("bootstrap_iters", 100000).set("gen_kwargs", newPyObject()).
+		set("random_seed", 0).set("numpy_seed", 1234).set("torch_seed", 1234).set("fewshot_seed", fewshotSeed)
+	out.set("config", config)
+	out.set("git_hash", nil)
+	out.set("date", pyFloat(unixSeconds(opt.Start)))
+	out.set("pretty_env_info", "N/A (torch not installed)")
+	out.set("transformers_version", "N/A")
+	out.set("lm_eval_version", "N/A (written by tally "+opt.Version+")")
+	out.set("upper_git_hash", nil)
+	out.set("task_hashes", hashes)
+	out.set("model_source", "tally")
+	out.set("model_name", m.name)
+	out.set("model_name_sanitized", SanitizeModelName(m.name))
+	out.set("system_instruction", nil).set("system_instruction_sha", nil)
+	// lm-eval's command line leaves fewshot_as_multiturn None without a
+	// chat template; tally's chat prompts put the shots in one message.
+	var multiturn any
+	if m.chat {
+		multiturn = false
+	}
+	out.set("fewshot_as_multiturn", multiturn)
+	out.set("chat_template", tmpl).set("chat_template_sha", tmplSHA)
+	out.set("total_evaluation_time_seconds", strconv.FormatFloat(opt.End.Sub(opt.Start).Seconds(), 'f', -1, 64))
+	out.set("tally", map[string]any{"version": opt.Version, "fingerprint": m.fp, "chat": m.chat, "backend": mo.Backend, "tasks": tallyTasks, "variants": variants})
+	b, err := pyEncode(out, true)
 	if err != nil {
 		return written, fmt.Errorf("write lm-eval results: %w", err)
 	}
@@ -547,15 +674,54 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// taskConfig is configs[task]: lm-eval's TaskConfig.to_dict() fields, with
-// tally's values (the task's own lm-eval config first, when it has one).
-func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
+// taskConfig is configs[task]: lm-eval's TaskConfig.to_dict() fields.
+// A task read from an lm-eval task file writes lm-eval's own
+// (lmeval.Task.ToDict, its metadata with the model's arguments as
+// lm-eval merges them and config_source "inline", as for a task file
+// given on lm-eval's command line); its filter_list gains an entry per
+// other stop setting (FILTER@SETTING, tally's cut before the pipeline).
+// A tally task writes its own values under the same fields.
+func taskConfig(t *lmevalTask, m *lmevalModel) any {
 	td := t.td
-	cfg := map[string]any{}
 	info := td.Info
 	if info == nil {
 		info = &TaskInfo{}
 	}
+	if info.LMEval != nil {
+		cfg := info.LMEval.ToDict(runtimeMeta(m.name), lmeval.ConfigSourceInline)
+		var extra []any
+		for _, g := range t.groups {
+			c := td.Columns[g.col]
+			if g.part != "" && c.Setting == info.OwnSetting && g.filter == g.part {
+				continue // one of the task's own filters, as the file lists it
+			}
+			pipeline := []any{map[string]any{"function": "tally_stop", "until": nonNil(c.Seqs()), "max_gen_toks": c.Budget}}
+			if own, ok := info.Filters[g.part]; ok && g.part != "" {
+				for _, f := range own {
+					pipeline = append(pipeline, f)
+				}
+			} else {
+				pipeline = append(pipeline, map[string]any{"function": "take_first"})
+			}
+			extra = append(extra, newPyObject().set("name", g.filter).set("filter", pipeline))
+		}
+		if len(extra) > 0 {
+			var list []any
+			if fl, ok := cfg.Get("filter_list"); ok {
+				list, _ = fl.([]any)
+			}
+			list = append(list, extra...)
+			if _, ok := cfg.Get("filter_list"); !ok {
+				cfg.Set("filter_list", list)
+				// filter_list's place in TaskConfig's order.
+				moveBefore(cfg, "filter_list", "should_decontaminate")
+			} else {
+				cfg.Set("filter_list", list)
+			}
+		}
+		return cfg
+	}
+	cfg := map[string]any{}
 	for k, v := range info.LMEvalConfig {
 		cfg[k] = v
 	}
@@ -576,7 +742,7 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	}
 	set("unsafe_code", false)
 	set("description", "")
-	if info.LMEval != nil {
+	if info.LMEvalConfig != nil {
 		set("target_delimiter", " ") // lm-eval's TaskConfig default
 	} else {
 		set("target_delimiter", "") // tally's target template holds its own space
@@ -590,9 +756,9 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	metricList := []map[string]any{}
 	seenMetric := map[string]bool{}
 	for _, mk := range t.metrics {
-		if lm, _ := splitKey(mk); !seenMetric[lm] {
-			seenMetric[lm] = true
-			metricList = append(metricList, map[string]any{"metric": lm, "aggregation": "mean", "higher_is_better": true})
+		if lmName, _ := splitKey(mk); !seenMetric[lmName] {
+			seenMetric[lmName] = true
+			metricList = append(metricList, map[string]any{"metric": lmName, "aggregation": "mean", "higher_is_better": true})
 		}
 	}
 	set("metric_list", metricList)
@@ -626,7 +792,38 @@ func taskConfig(t *lmevalTask, m *lmevalModel) map[string]any {
 	if info.Version != nil {
 		set("metadata", map[string]any{"version": info.Version})
 	}
-	return cfg
+	// In TaskConfig's field order, as lm-eval writes a config.
+	out := newPyObject()
+	for _, k := range lmeval.TaskConfigFields() {
+		if v, ok := cfg[k]; ok {
+			out.set(k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if _, ok := out.get(k); !ok {
+			out.set(k, cfg[k])
+		}
+	}
+	return out
+}
+
+// runtimeMeta is what lm-eval's command line merges into every task's
+// metadata: its model arguments (tally's model as pretrained).
+func runtimeMeta(model string) *lmeval.Map {
+	m := lmeval.NewMap()
+	m.Set("pretrained", model)
+	return m
+}
+
+// moveBefore moves key to just before other in m (when both are there).
+func moveBefore(m *lmeval.Map, key, other string) {
+	i, j := slices.Index(m.Keys, key), slices.Index(m.Keys, other)
+	if i < 0 || j < 0 {
+		return
+	}
+	keys := slices.Delete(slices.Clone(m.Keys), i, i+1)
+	j = slices.Index(keys, other)
+	m.Keys = slices.Insert(keys, j, key)
 }
 
 // sharedSeqs are the stop sequences every one of the columns has: the
@@ -653,10 +850,16 @@ func sharedSeqs(td *TaskData, cols []int) []string {
 // iterates; it returns lm-eval's task hash (the hash of every line's
 // doc, prompt and target hashes, in order), the number of documents and
 // the lines written per filter.
-func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (string, int, map[string]int, error) {
+//
+// lastLen is lm-eval's sample_len: the number of values of the
+// (metric, filter) its lines name last for the first time (evaluator_utils
+// _compute_task_aggregations keeps the last one's count), which for a
+// task whose process_results leaves a metric out of some lines is not the
+// number of documents.
+func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (hash string, n, lastLen int, lines map[string]int, err error) {
 	f, err := atomicfile.CreateIn(root, name) // whole or not at all
 	if err != nil {
-		return "", 0, nil, fmt.Errorf("write lm-eval samples: %w", err)
+		return "", 0, 0, nil, fmt.Errorf("write lm-eval samples: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	td := t.td
@@ -680,13 +883,15 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	// requests carry them (arguments' arg_1); for a tally task, what the
 	// one generation serving every setting ran under.
 	until := sharedSeqs(td, t.cols)
-	var kwargs any = map[string]any{"until": until, "max_gen_toks": maxBudget, "do_sample": false, "temperature": 0.0}
+	var kwargs any = newPyObject().set("until", until).set("max_gen_toks", maxBudget).set("do_sample", false).set("temperature", 0.0)
 	if td.Info != nil && td.Info.LMEval != nil {
 		kwargs = td.Info.LMEval.GenerationKwargs()
 	}
 	var hashes strings.Builder
 	docs := map[int]bool{}
-	lines := map[string]int{}
+	lines = map[string]int{}
+	counts := map[string]int{}
+	last := ""
 	var werr error
 	for gi := range t.groups {
 		g := &t.groups[gi]
@@ -700,7 +905,14 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 			lines[g.filter]++
 			line := lmevalLine(docIDs[i], td, g, sd, sc, kwargs, response(td, sd, sc, until))
 			hashes.WriteString(line.DocHash + line.PromptHash + line.TargetHash)
-			b, err := json.Marshal(line)
+			for _, mk := range line.Metrics {
+				k := mk + "," + line.Filter
+				if counts[k] == 0 {
+					last = k
+				}
+				counts[k]++
+			}
+			b, err := line.MarshalJSON() // as written: json.Marshal would compact it
 			if err != nil {
 				werr = fmt.Errorf("write lm-eval sample %s: %w", sd.ID, err)
 				break
@@ -711,12 +923,12 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (st
 	}
 	if werr = errors.Join(werr, w.Flush()); werr != nil {
 		f.Abort()
-		return "", 0, nil, fmt.Errorf("write %s: %w", name, werr)
+		return "", 0, 0, nil, fmt.Errorf("write %s: %w", name, werr)
 	}
 	if err := f.Commit(); err != nil {
-		return "", 0, nil, err
+		return "", 0, 0, nil, err
 	}
-	return hashString(hashes.String()), len(docs), lines, nil
+	return hashString(hashes.String()), len(docs), counts[last], lines, nil
 }
 
 // docIndices are the samples' document indices (lm-eval's doc_id): their
@@ -826,7 +1038,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
 		// The lm-eval filter's output on what the line's setting made of
 		// the continuation, as lm-eval's samples file writes it.
-		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction); err == nil {
+		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction, sd.Doc); err == nil {
 			filtered = f
 		}
 	}
@@ -835,7 +1047,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
 		Resps:     [][]string{{resp}}, FilteredResps: []string{filtered}, Filter: g.filter, Metrics: []string{},
 		DocHash: hashString(docJSON), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
-		MetricValues: map[string]float64{},
+		MetricValues: map[string]any{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
 			Seqs: nonNil(c.Seqs()), Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens,
 			Failed: sc.Failed, Imported: sd.Imported, Metadata: sd.Metadata, References: sd.Refs},
@@ -850,7 +1062,26 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 			}
 		}
 	}
+	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
+		// A process_results function's values, ints and floats as it
+		// gives them (lm-eval writes an int 0 as 0).
+		if vals, err := td.Info.LMEval.ResultValues(g.part, sc.Prediction, sd.Doc); err == nil && vals != nil {
+			for _, k := range vals.Keys {
+				line.Metrics = append(line.Metrics, k)
+				line.MetricValues[k] = vals.Vals[k]
+			}
+			return line
+		}
+	}
 	for _, m := range g.metrics {
+		lm, _ := splitKey(m)
+		if _, corpus := scoring.CorpusName(m); corpus {
+			// lm-eval's per-sample value of bleu, chrf and ter: the pair
+			// its aggregation scores, [gold, result].
+			line.Metrics = append(line.Metrics, lm)
+			line.MetricValues[lm] = []any{target, filtered}
+			continue
+		}
 		v, ok := sc.Value(m)
 		if !ok && sc.Failed != "" {
 			v, ok = 0, true
@@ -858,7 +1089,6 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		if !ok {
 			continue
 		}
-		lm, _ := splitKey(m)
 		line.Metrics = append(line.Metrics, lm)
 		if finite(v) {
 			line.MetricValues[lm] = v

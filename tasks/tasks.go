@@ -423,7 +423,7 @@ func (c *Config) loadLMEval(path string, opt LoadOptions) (Loaded, error) {
 		return Loaded{}, err
 	}
 	samples := selectSamples(loaded.Samples, opt)
-	if opt.NoDocs {
+	if opt.NoDocs && !c.lm.ScoresDocs() {
 		for i := range samples {
 			samples[i].Doc = nil
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/internal/lmevalref"
 	"tally/store"
 )
 
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
+	lmevalref.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

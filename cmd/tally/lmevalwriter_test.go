@@ -82,7 +82,7 @@ filter_list:
 		if want := map[string]any{"until": []any{"\n", "Q:", "."}, "do_sample": false, "temperature": 0.0}; !reflect.DeepEqual(args["arg_1"], want) {
 			t.Errorf("line %d: arg_1 %v, want the task's generation_kwargs %v", i, args["arg_1"], want)
 		}
-		if !strings.Contains(texts[i], `"arg_1":{"until":["\n","Q:","."],"do_sample":false,"temperature":0.0}`) {
+		if !strings.Contains(texts[i], `"arg_1": {"until": ["\n", "Q:", "."], "do_sample": false, "temperature": 0.0}`) {
 			t.Errorf("line %d: %s\nwant arg_1 as the task gives it, until first and in its order, temperature a float", i, texts[i])
 		}
 		tally := l["tally"].(map[string]any)

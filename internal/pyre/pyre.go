@@ -214,3 +214,21 @@ func (re *Regexp) SubIn(repl, s string, b *Budget) (string, error) {
 	out.WriteString(string(text[i:]))
 	return out.String(), nil
 }
+
+// escaped are the characters Python's re.escape escapes (3.7 and later:
+// re._special_chars_map).
+const escaped = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f"
+
+// Escape is Python's re.escape: each of ()[]{}?*+-|^$\.&~#, space, tab,
+// newline, carriage return, vertical tab and form feed preceded by a
+// backslash, every other character as it is.
+func Escape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(escaped, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -38,6 +38,22 @@ type refOut struct {
 	Unicode string             `json:"unicode"`
 	Cases   []refCaseOut       `json:"cases"`
 	Classes map[string][][]int `json:"classes,omitempty"`
+	Escapes []string           `json:"escapes"`
+}
+
+// escapeTexts are choices of the kind MultiChoiceRegexFilter escapes
+// (re.escape), with every character re.escape treats apart.
+var escapeTexts = []string{"", "plain", "(A) 3.5 + x^2 = $y", "a|b [c] {d} ?*+-", "#~& \t\n\r\v\f", "naïve — «é» 日本", "under_score, comma; 'q' \"dq\" %@!=<>/`"}
+
+// TestEscapeMatchesItself: an escaped text, compiled, matches exactly the
+// text.
+func TestEscapeMatchesItself(t *testing.T) {
+	for _, s := range escapeTexts[1:] {
+		m, err := MustCompile(Escape(s)).Search("<" + s + ">")
+		if n := len([]rune(s)); err != nil || m == nil || m.Start != 1 || m.End != 1+n {
+			t.Errorf("Escape(%q) = %q does not match the text itself: %v %v", s, Escape(s), m, err)
+		}
+	}
 }
 
 // modelTexts are outputs of the kind lm-eval's filters read.
@@ -285,9 +301,14 @@ func TestAgainstGolden(t *testing.T) {
 // several texts, then \d, \s and \w over every code point.
 func TestAgainstPython(t *testing.T) {
 	var ref refOut
-	in := map[string]any{"cases": allCases(), "classes": true}
+	in := map[string]any{"cases": allCases(), "classes": true, "escapes": escapeTexts}
 	pyref.Run(t, "testdata/reference.py", in, &ref)
 	check(t, ref, "python3 "+ref.Python)
+	for i, s := range escapeTexts {
+		if got := Escape(s); i >= len(ref.Escapes) || got != ref.Escapes[i] {
+			t.Errorf("Escape(%q) = %q, Python's re.escape %q", s, got, ref.Escapes)
+		}
+	}
 	checkClasses(t, ref)
 	if *update {
 		b, _ := json.Marshal(ref)

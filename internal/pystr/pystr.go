@@ -32,3 +32,11 @@ func Lower(s string) string { return cases.Lower(language.Und).String(s) }
 
 // Upper is str.upper().
 func Upper(s string) string { return cases.Upper(language.Und).String(s) }
+
+// IsPunct reports whether unicodedata.category(c) starts with "P" (Pc,
+// Pd, Ps, Pe, Pi, Pf, Po) for a code point below sys.maxunicode, as
+// lm-eval's MultiChoiceRegexFilter builds its punctuation table
+// (range(sys.maxunicode) leaves U+10FFFF out, which is no punctuation
+// anyway). Go's tables are of a later Unicode than Python 3.11's 14.0;
+// they agree on every code point 14.0 assigns (TestAgainstPython).
+func IsPunct(c rune) bool { return c < 0x10FFFF && unicode.IsPunct(c) }

@@ -18,6 +18,7 @@ type ref struct {
 	Lower      map[string]string `json:"lower"`
 	Upper      map[string]string `json:"upper"`
 	Unassigned []int             `json:"unassigned"`
+	Punct      []int             `json:"punct"`
 	Strings    [][3]string       `json:"strings"`
 }
 
@@ -56,6 +57,21 @@ func TestAgainstPython(t *testing.T) {
 			bad++
 			if bad < 20 {
 				t.Errorf("upper(U+%04X): Go %q, Python %q (Unicode %s)", c, got, wantU, r.Unicode)
+			}
+		}
+	}
+	punct := map[int]bool{}
+	for _, c := range r.Punct {
+		punct[c] = true
+	}
+	for c := 0; c <= 0x10FFFF; c++ {
+		if unassigned[c] || (c >= 0xD800 && c <= 0xDFFF) {
+			continue
+		}
+		if IsPunct(rune(c)) != punct[c] {
+			bad++
+			if bad < 20 {
+				t.Errorf("IsPunct(U+%04X): Go %v, Python %v (Unicode %s)", c, IsPunct(rune(c)), punct[c], r.Unicode)
 			}
 		}
 	}

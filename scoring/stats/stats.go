@@ -199,3 +199,32 @@ func BoundedPairedInterval(a, b []float64, level float64) Interval {
 	iv := effectiveWilson(Mean(u), MeanStderr(u), level)
 	return Interval{2*iv.Estimate - 1, 2*iv.Low - 1, 2*iv.High - 1}
 }
+
+// SampleStddev is lm-evaluation-harness's sample_stddev
+// (lm_eval/api/metrics.py): the square root of the summed squared
+// deviations from the mean over n-1, summed in order; NaN for fewer than
+// two values.
+func SampleStddev(xs []float64) float64 {
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	mu := Mean(xs)
+	ss := 0.0
+	for _, x := range xs {
+		d := x - mu
+		ss += d * d
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// Percentile is the p-th percentile (0..100) of xs by linear
+// interpolation between closest ranks (numpy's default); NaN when xs is
+// empty. xs is not changed.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return quantile(s, p/100)
+}

@@ -1,11 +1,16 @@
 package lmeval
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
+	"tally/scoring"
 	"tally/scoring/exactmatch"
+	_ "tally/scoring/sacrebleu" // registers bleu, chrf and ter
 )
 
 // Refusal is a task file that tally cannot run as lm-eval would: the
@@ -38,17 +43,22 @@ var taskFields = map[string]bool{
 
 // textField is a doc_to_text, doc_to_target, description or gen_prefix
 // value: a column name of the evaluation split, else a Jinja template; or
-// (doc_to_target only) a literal int or list.
+// (doc_to_target only) a literal int or list; or (doc_to_text,
+// doc_to_target) a Python function tally has a port of (hooks.go).
 type textField struct {
 	spec    string
 	tmpl    *template
 	literal any // an int or a list given in the YAML
+	hook    *pyHook
 	set     bool
 }
 
 // value is the field for one document: the column's value when spec names
-// a column (features), else the rendered template.
+// a column (features), else the rendered template; a function's value.
 func (f *textField) value(doc *Map, features map[string]bool) (any, error) {
+	if f.hook != nil {
+		return f.hook.doc(doc)
+	}
 	if f.literal != nil {
 		return f.literal, nil
 	}
@@ -62,6 +72,9 @@ func (f *textField) value(doc *Map, features map[string]bool) (any, error) {
 // resolve is Task.resolve_field (description, a few-shot gen_prefix): the
 // document's own field when spec names one, else the rendered template.
 func (f *textField) resolve(doc *Map) (any, error) {
+	if f.hook != nil {
+		return f.hook.doc(doc)
+	}
 	if v, ok := doc.Get(f.spec); ok {
 		return v, nil
 	}
@@ -72,6 +85,7 @@ func (f *textField) resolve(doc *Map) (any, error) {
 type fewshotConfig struct {
 	sampler                   string // "default" or "first_n"
 	split                     string
+	processDocs               *pyHook // FewshotConfig.process_docs: the task's unless it sets its own
 	samples                   []*Map
 	hasSamples                bool
 	docToText, docToTarget    *textField
@@ -79,13 +93,19 @@ type fewshotConfig struct {
 	fewshotDelim, targetDelim string
 }
 
-// metricConfig is one metric_list entry.
+// metricConfig is one metric_list entry: exact_match, or a corpus
+// metric (bleu, chrf, ter: sacrebleu's, tally/scoring/sacrebleu).
 type metricConfig struct {
 	name           string
 	aggregation    string
 	higherIsBetter bool
 	em             *exactmatch.Metric
+	corpus         *scoring.CorpusMetric
 	options        map[string]any
+	// skip, for an aggregation that is the mean of the values but one
+	// (a ported function's), is that value: a sample giving it is left
+	// out of the metric's scores.
+	skip *float64
 }
 
 // config is a task file read and checked.
@@ -108,7 +128,38 @@ type config struct {
 	filters                                   []*pipeline
 	metrics                                   []*metricConfig
 	version                                   any
+	// processDocs is process_docs, a ported Python function (nil: none);
+	// hooks are every ported function the config names, by its YAML
+	// value (TaskConfig.to_dict writes their source or repr).
+	processDocs *pyHook
+	hooks       map[Function]*pyHook
+	// processResults is process_results (nil: lm-eval's own scoring);
+	// customDataset what a custom_dataset function loads (nil: none).
+	processResults *pyHook
+	customDataset  *datasetSpec
 }
+
+// hook resolves a !function of the config for field, refusing one tally
+// has no port of as it refuses Python code.
+func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) {
+	h, err := resolveHook(f, kind)
+	if err != nil {
+		if errors.Is(err, errNoPort) {
+			return nil, c.refuse(field, "!function", "%s", strings.TrimPrefix(err.Error(), errNoPort.Error()+": "))
+		}
+		return nil, c.refuse(field, "!function", "%v", err)
+	}
+	if c.hooks == nil {
+		c.hooks = map[Function]*pyHook{}
+	}
+	c.hooks[f] = h
+	return h, nil
+}
+
+// hookFields are the fields whose !function tally runs where it has a
+// port: every other !function is refused.
+var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true,
+	"process_results": true, "custom_dataset": true, "metric_list": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -129,8 +180,11 @@ func parseConfig(file string, raw *Map) (*config, error) {
 	if ot, ok := mustGet(raw, "output_type").(string); ok && ot != "generate_until" {
 		return nil, c.refuse("output_type", "output_type: "+ot, "%s is not supported (tally runs generate_until tasks)", ot)
 	}
-	// Any !function is Python code.
+	// Any other !function is Python code tally does not run.
 	for _, k := range raw.Keys {
+		if hookFields[k] {
+			continue
+		}
 		if f := findFunction(raw.Vals[k]); f != "" {
 			return nil, c.refuse(k, "!function", "!function %s is Python code, which tally does not run", f)
 		}
@@ -169,7 +223,49 @@ func parseConfig(file string, raw *Map) (*config, error) {
 			c.tags = append(c.tags, pyStr(e))
 		}
 	}
-	for _, key := range []string{"process_docs", "process_results", "custom_dataset", "doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
+	if v, ok := raw.Get("process_docs"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("process_docs", "process_docs", "%s is not a function", pyStr(v))
+		}
+		if c.processDocs, err = c.hook("process_docs", f, hookDocs); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := raw.Get("process_results"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("process_results", "process_results", "%s is not a function", pyStr(v))
+		}
+		if c.processResults, err = c.hook("process_results", f, hookResults); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := raw.Get("custom_dataset"); ok && v != nil {
+		f, isFn := v.(Function)
+		if !isFn {
+			return nil, c.refuse("custom_dataset", "custom_dataset", "%s is not a function", pyStr(v))
+		}
+		h, err := c.hook("custom_dataset", f, hookDataset)
+		if err != nil {
+			return nil, err
+		}
+		// lm-eval calls it with **metadata, **dataset_kwargs.
+		kw := NewMap()
+		for _, key := range []string{"metadata", "dataset_kwargs"} {
+			if m, ok := mustGet(raw, key).(*Map); ok {
+				for _, k := range m.Keys {
+					kw.Set(k, m.Vals[k])
+				}
+			}
+		}
+		spec, err := h.dataset(kw)
+		if err != nil {
+			return nil, c.refuse("custom_dataset", "!function", "%s: %v", f.Name, err)
+		}
+		c.customDataset = &spec
+	}
+	for _, key := range []string{"doc_to_image", "doc_to_audio", "use_prompt", "doc_to_choice"} {
 		if v, ok := raw.Get(key); ok && v != nil && v != false {
 			return nil, c.refuse(key, key, "not supported")
 		}
@@ -255,7 +351,7 @@ func mustGet(m *Map, key string) any {
 func findFunction(v any) string {
 	switch x := v.(type) {
 	case Function:
-		return string(x)
+		return x.Name
 	case []any:
 		for _, e := range x {
 			if f := findFunction(e); f != "" {
@@ -284,6 +380,15 @@ func (c *config) textFieldFrom(m *Map, key, name string, literalOK bool) (*textF
 		return &textField{}, nil
 	}
 	switch x := v.(type) {
+	case Function:
+		if key != "doc_to_text" && key != "doc_to_target" {
+			return nil, c.refuse(name, "!function", "%s is Python code, which tally does not run here", x)
+		}
+		h, err := c.hook(name, x, hookDoc)
+		if err != nil {
+			return nil, err
+		}
+		return &textField{spec: x.String(), hook: h, set: true}, nil
 	case string:
 		t, err := compileTemplate(x)
 		if err != nil {
@@ -303,7 +408,7 @@ func (c *config) textFieldFrom(m *Map, key, name string, literalOK bool) (*textF
 // (FewshotConfig.from_dict).
 func (c *config) readFewshot() error {
 	fc := fewshotConfig{sampler: "default", split: c.fewshotSplit, docToText: c.docToText, docToTarget: c.docToTarget,
-		genPrefix: c.genPrefix, fewshotDelim: c.fewshotDelim, targetDelim: c.targetDelim}
+		genPrefix: c.genPrefix, fewshotDelim: c.fewshotDelim, targetDelim: c.targetDelim, processDocs: c.processDocs}
 	v, ok := c.raw.Get("fewshot_config")
 	if ok && v != nil {
 		m, isMap := v.(*Map)
@@ -313,6 +418,9 @@ func (c *config) readFewshot() error {
 		for _, k := range m.Keys {
 			val := m.Vals[k]
 			field := "fewshot_config." + k
+			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" {
+				return c.refuse(field, "!function", "!function %s is Python code, which tally does not run", f)
+			}
 			switch k {
 			case "sampler":
 				s, _ := val.(string)
@@ -369,7 +477,20 @@ func (c *config) readFewshot() error {
 				} else {
 					fc.targetDelim = s
 				}
-			case "process_docs", "doc_to_choice":
+			case "process_docs":
+				fc.processDocs = nil
+				if val != nil {
+					f, isFn := val.(Function)
+					if !isFn {
+						return c.refuse(field, "process_docs", "%s is not a function", pyStr(val))
+					}
+					h, err := c.hook(field, f, hookDocs)
+					if err != nil {
+						return err
+					}
+					fc.processDocs = h
+				}
+			case "doc_to_choice":
 				if val != nil {
 					return c.refuse(field, k, "not supported")
 				}
@@ -382,8 +503,14 @@ func (c *config) readFewshot() error {
 	return nil
 }
 
-// readGeneration reads generation_kwargs: until and max_gen_toks, greedy
-// decoding only (TaskConfig.__post_init__'s defaults when absent).
+// budgetKeys are the token budget's spellings lm-eval's models read, first
+// first (normalize_gen_kwargs' priority).
+var budgetKeys = []string{"max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens"}
+
+// readGeneration reads generation_kwargs: until and the token budget
+// (max_gen_toks, or max_new_tokens, max_tokens, max_completion_tokens as
+// lm-eval's models read it), greedy decoding only
+// (TaskConfig.__post_init__'s defaults when absent).
 func (c *config) readGeneration() error {
 	v, ok := c.raw.Get("generation_kwargs")
 	c.until = []string{c.fewshotDelim}
@@ -396,6 +523,7 @@ func (c *config) readGeneration() error {
 		return c.refuse("generation_kwargs", "bad value", "%s is not a mapping", pyStr(v))
 	}
 	c.genKwargs = m
+	budgetRank := -1
 	doSample, hasDoSample := m.Get("do_sample")
 	if doSample == true {
 		return c.refuse("generation_kwargs.do_sample", "do_sample: true", "true samples; tally decodes greedily only")
@@ -422,12 +550,16 @@ func (c *config) readGeneration() error {
 			default:
 				return c.refuse(field, "bad value", "%s is not a string or list", pyStr(val))
 			}
-		case "max_gen_toks":
+		case "max_gen_toks", "max_new_tokens", "max_tokens", "max_completion_tokens":
+			// lm-eval's normalize_gen_kwargs (lm_eval/models/utils.py)
+			// takes the first of these it finds, in this order.
 			n, isInt := val.(int64)
 			if !isInt || n <= 0 {
 				return c.refuse(field, "bad value", "%s is not a positive int", pyStr(val))
 			}
-			c.maxGenToks = int(n)
+			if rank := slices.Index(budgetKeys, k); budgetRank < 0 || rank < budgetRank {
+				c.maxGenToks, budgetRank = int(n), rank
+			}
 		case "do_sample":
 			if val != false && val != nil {
 				return c.refuse(field, "do_sample: "+pyStr(val), "%s: tally decodes greedily only", pyStr(val))
@@ -446,7 +578,7 @@ func (c *config) readGeneration() error {
 			if f, isNum := number(val); !isNum || f != 1 {
 				return c.refuse(field, "generation_kwargs."+k, "%s changes greedy decoding; tally decodes greedily only", pyStr(val))
 			}
-		case "max_length", "max_new_tokens":
+		case "max_length":
 			return c.refuse(field, "generation_kwargs."+k, "not supported (max_gen_toks sets the budget)")
 		default:
 			return c.refuse(field, "generation_kwargs."+k, "not supported")
@@ -462,6 +594,12 @@ func (c *config) readGeneration() error {
 // generate_until default: exact_match, mean, higher is better.
 func (c *config) readMetrics() error {
 	v, ok := c.raw.Get("metric_list")
+	if c.processResults != nil {
+		return c.readResultMetrics(v)
+	}
+	if f := findFunction(v); f != "" {
+		return c.refuse("metric_list", "!function", "!function %s is Python code, which tally does not run", f)
+	}
 	if !ok || v == nil {
 		em, _ := exactmatch.New(exactmatch.Options{})
 		c.metrics = []*metricConfig{{name: "exact_match", aggregation: "mean", higherIsBetter: true, em: em, options: map[string]any{}}}
@@ -482,13 +620,21 @@ func (c *config) readMetrics() error {
 		if name == "" {
 			return c.refuse(field, "bad value", "no metric name")
 		}
-		if name != "exact_match" {
-			return c.refuse(field, "metric "+name, "metric %s is not supported (tally has exact_match)", name)
-		}
 		if seen[name] {
 			return c.refuse(field, "bad value", "metric %s listed twice", name)
 		}
 		seen[name] = true
+		if cm, ok := scoring.Corpus(name); ok && corpusMetrics[name] {
+			mc, err := c.corpusMetric(m, field, cm)
+			if err != nil {
+				return err
+			}
+			c.metrics = append(c.metrics, mc)
+			continue
+		}
+		if name != "exact_match" {
+			return c.refuse(field, "metric "+name, "metric %s is not supported (tally has exact_match, bleu, chrf, ter)", name)
+		}
 		mc := &metricConfig{name: name, aggregation: "mean", higherIsBetter: true, options: map[string]any{}}
 		var opt exactmatch.Options
 		for _, k := range m.Keys {
@@ -551,6 +697,98 @@ func (c *config) readMetrics() error {
 		return c.refuse("metric_list", "bad value", "empty")
 	}
 	return nil
+}
+
+// readResultMetrics reads the metric_list of a task whose
+// process_results (a ported function) gives the metric values: lm-eval
+// keeps each entry's aggregation and higher_is_better and calls no metric
+// function of its own (other options are ignored, as lm-eval ignores
+// them). tally aggregates by mean, so each entry says mean, and says
+// higher_is_better (lm-eval's defaults for a name it does not register
+// fail).
+func (c *config) readResultMetrics(v any) error {
+	list, isList := v.([]any)
+	if !isList || len(list) == 0 {
+		return c.refuse("metric_list", "bad value", "a task with process_results lists its metrics")
+	}
+	seen := map[string]bool{}
+	for i, e := range list {
+		m, isMap := e.(*Map)
+		field := fmt.Sprintf("metric_list[%d]", i)
+		if !isMap {
+			return c.refuse(field, "bad value", "%s is not a mapping", pyStr(e))
+		}
+		for _, k := range m.Keys {
+			if f := findFunction(m.Vals[k]); f != "" && k != "aggregation" {
+				return c.refuse(field+"."+k, "!function", "!function %s is Python code, which tally does not run", f)
+			}
+		}
+		name, _ := mustGet(m, "metric").(string)
+		if name == "" {
+			return c.refuse(field, "bad value", "no metric name")
+		}
+		if seen[name] {
+			return c.refuse(field, "bad value", "metric %s listed twice", name)
+		}
+		seen[name] = true
+		mc := &metricConfig{name: name, aggregation: "mean", options: map[string]any{}}
+		switch agg := mustGet(m, "aggregation").(type) {
+		case Function:
+			h, err := c.hook(field+".aggregation", agg, hookAggregation)
+			if err != nil {
+				return err
+			}
+			mc.aggregation, mc.skip = h.fn.Name, &h.meanSkipping
+			mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
+		default:
+			if agg != "mean" {
+				return c.refuse(field+".aggregation", "aggregation "+pyStr(agg), "%s is not supported (mean is)", pyStr(agg))
+			}
+		}
+		hib, isBool := mustGet(m, "higher_is_better").(bool)
+		if !isBool {
+			return c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(mustGet(m, "higher_is_better")))
+		}
+		mc.higherIsBetter = hib
+		c.metrics = append(c.metrics, mc)
+	}
+	return nil
+}
+
+// corpusMetrics are lm-eval's registered metrics whose aggregation is
+// sacrebleu's corpus score (lm_eval/api/metrics.py bleu, chrf, ter).
+var corpusMetrics = map[string]bool{"bleu": true, "chrf": true, "ter": true}
+
+// corpusMetric reads a bleu, chrf or ter entry: its aggregation is the
+// metric's own (lm-eval's default; another would aggregate the
+// [reference, prediction] pairs its per-sample value is, and fail),
+// higher_is_better defaults as lm-eval registers the metric, true for all
+// three (ter included, though a lower TER is better: lm_eval/api/metrics.py
+// registers ter_fn with higher_is_better=True); other options, which
+// lm-eval passes to a function that takes none and so ignores, are
+// refused.
+func (c *config) corpusMetric(m *Map, field string, cm scoring.CorpusMetric) (*metricConfig, error) {
+	mc := &metricConfig{name: cm.Name, aggregation: cm.Name, higherIsBetter: true, corpus: &cm,
+		options: map[string]any{"reference": cm.Reference}}
+	for _, k := range m.Keys {
+		val := m.Vals[k]
+		switch k {
+		case "metric":
+		case "aggregation":
+			if val != cm.Name {
+				return nil, c.refuse(field+".aggregation", "aggregation "+pyStr(val), "%s for metric %s is not supported (%s is)", pyStr(val), cm.Name, cm.Name)
+			}
+		case "higher_is_better":
+			b, isBool := val.(bool)
+			if !isBool {
+				return nil, c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(val))
+			}
+			mc.higherIsBetter = b
+		default:
+			return nil, c.refuse(field+"."+k, "metric option "+k, "%s has no option %s", cm.Name, k)
+		}
+	}
+	return mc, nil
 }
 
 // sortedKeys lists a map's keys in order (for stable messages).

@@ -28,7 +28,9 @@ func TestRefusals(t *testing.T) {
 		{base + "process_docs: !function utils.process_docs\n", "process_docs"},
 		{strings.Replace(base, `"Q: {{q}}"`, "!function utils.doc_to_text", 1), "doc_to_text"},
 		{base + "process_results: !function utils.process_results\n", "process_results"},
-		{base + "metric_list:\n  - metric: bleu\n", "metric_list[0]"},
+		{base + "metric_list:\n  - metric: rouge\n", "metric_list[0]"},
+		{base + "metric_list:\n  - metric: bleu\n    aggregation: mean\n", "metric_list[0].aggregation"},
+		{base + "metric_list:\n  - metric: chrf\n    char_order: 4\n", "metric_list[0].char_order"},
 		{base + "metric_list:\n  - metric: exact_match\n    aggregation: median\n", "metric_list[0].aggregation"},
 		{base + "metric_list:\n  - metric: exact_match\n    ignore_whitespace: true\n", "metric_list[0].ignore_whitespace"},
 		{base + "metric_list:\n  - metric: exact_match\n    regexes_to_ignore: ['(?i)x']\n", "metric_list[0].regexes_to_ignore"},
@@ -159,5 +161,35 @@ func TestConfigDict(t *testing.T) {
 	}
 	if fp := plain.FilterPipelines(); fp == nil || len(fp) != 0 {
 		t.Errorf("no filter_list: pipelines %v, want none", fp)
+	}
+}
+
+// TestBudgetSpellings: the token budget's spellings lm-eval's models read
+// (normalize_gen_kwargs), the first of max_gen_toks, max_new_tokens,
+// max_tokens, max_completion_tokens winning.
+func TestBudgetSpellings(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		kwargs string
+		want   int
+	}{
+		{"", 256},
+		{"  max_new_tokens: 64\n", 64},
+		{"  max_tokens: 32\n", 32},
+		{"  max_completion_tokens: 16\n", 16},
+		{"  max_completion_tokens: 16\n  max_new_tokens: 64\n", 64},
+		{"  max_new_tokens: 64\n  max_gen_toks: 8\n", 8},
+		{"  max_tokens: 5\n  max_new_tokens: 7\n", 7},
+		{"  do_sample: false\n  temperature: 0.6\n  max_new_tokens: 3\n", 3},
+	} {
+		p := writeTask(t, dir, "t.yaml", base+"generation_kwargs:\n  until: ['\\n']\n"+c.kwargs)
+		task, err := Load(p, nil)
+		if err != nil {
+			t.Errorf("%q: %v", c.kwargs, err)
+			continue
+		}
+		if task.MaxGenToks() != c.want {
+			t.Errorf("%q: budget %d, want %d", c.kwargs, task.MaxGenToks(), c.want)
+		}
 	}
 }

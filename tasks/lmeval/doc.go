@@ -58,7 +58,12 @@ func (m *Map) Delete(key string) {
 }
 
 // Len is the number of keys.
-func (m *Map) Len() int { return len(m.Keys) }
+func (m *Map) Len() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.Keys)
+}
 
 // Clone copies the map and, recursively, the maps and lists in it.
 func (m *Map) Clone() *Map {
@@ -129,14 +134,21 @@ func marshalValue(v any) ([]byte, error) {
 		b.WriteByte(']')
 		return b.Bytes(), nil
 	case Function:
-		return json.Marshal("!function " + string(x))
+		return json.Marshal("!function " + x.Name)
 	}
 	return json.Marshal(v)
 }
 
 // Function is a YAML "!function module.name" value: Python code, which
-// tally cannot run.
-type Function string
+// tally runs only where it has a port of it (hooks.go). Dir is the folder
+// of the YAML file that names it, where lm-eval looks for the module
+// first ("" when it came from elsewhere: --set).
+type Function struct {
+	Name, Dir string
+}
+
+// String is the YAML's spelling, "!function module.name".
+func (f Function) String() string { return "!function " + f.Name }
 
 // decodeJSON reads one JSON value into the types a Map holds, keeping
 // object key order, ints as int64 and other numbers as float64 (as
@@ -318,8 +330,11 @@ func fromPy(v pyliteral.Value) (any, error) {
 
 // pyStr is Python's str() of a value.
 func pyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case lenientUndefined:
+		return ""
 	}
 	return toPy(v).Repr()
 }

@@ -3,6 +3,7 @@ package lmeval
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"tally/internal/pyre"
 	"tally/internal/pystr"
@@ -16,7 +17,8 @@ type pipeline struct {
 }
 
 // filterStep is one filter of lm_eval/filters: regex (RegexFilter),
-// take_first, remove_whitespace, lowercase, uppercase or map.
+// multi_choice_regex (MultiChoiceRegexFilter), take_first,
+// remove_whitespace, lowercase, uppercase or map.
 type filterStep struct {
 	function    string
 	re          *pyre.Regexp
@@ -25,6 +27,9 @@ type filterStep struct {
 	mapping     *Map
 	defaultVal  any
 	hasDefault  bool
+	// multi_choice_regex's options for matching the document's choices.
+	ignoreCase, ignorePunct bool
+	ignoreRes               []*pyre.Regexp
 }
 
 // readFilters reads filter_list; absent, lm-eval's default pipeline
@@ -94,10 +99,11 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 		}
 	}
 	allowed := map[string][]string{"regex": {"regex_pattern", "group_select", "fallback"}, "take_first": nil,
-		"remove_whitespace": nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
+		"multi_choice_regex": {"regex_pattern", "group_select", "fallback", "ignore_case", "ignore_punctuation", "regexes_to_ignore"},
+		"remove_whitespace":  nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
 	keys, known := allowed[fn]
 	if !known {
-		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, take_first, remove_whitespace, lowercase, uppercase, map)", fn)
+		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)", fn)
 	}
 	for _, k := range sortedKeys(args) {
 		ok := false
@@ -109,7 +115,7 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 		}
 	}
 	switch fn {
-	case "regex":
+	case "regex", "multi_choice_regex":
 		pat := `#### (\-?[0-9\.\,]+)`
 		if v, ok := args["regex_pattern"]; ok {
 			s, isStr := v.(string)
@@ -136,6 +142,32 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 				return st, c.refuse(field+".fallback", "bad value", "%s is not a string", pyStr(v))
 			}
 			st.fallback = s
+		}
+		for k, dst := range map[string]*bool{"ignore_case": &st.ignoreCase, "ignore_punctuation": &st.ignorePunct} {
+			if v, ok := args[k]; ok && v != nil {
+				b, isBool := v.(bool)
+				if !isBool {
+					return st, c.refuse(field+"."+k, "bad value", "%s is not a bool", pyStr(v))
+				}
+				*dst = b
+			}
+		}
+		if v, ok := args["regexes_to_ignore"]; ok && v != nil {
+			l, isList := v.([]any)
+			if !isList {
+				return st, c.refuse(field+".regexes_to_ignore", "bad value", "%s is not a list", pyStr(v))
+			}
+			for _, e := range l {
+				p, isStr := e.(string)
+				if !isStr {
+					return st, c.refuse(field+".regexes_to_ignore", "bad value", "%s is not a string", pyStr(e))
+				}
+				re, err := pyre.Compile(p)
+				if err != nil {
+					return st, c.refuse(field+".regexes_to_ignore", "regular expression", "%v", err)
+				}
+				st.ignoreRes = append(st.ignoreRes, re)
+			}
 		}
 	case "map":
 		if v, ok := args["mapping_dict"]; ok && v != nil {
@@ -167,10 +199,21 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 // lm-eval's result is None, which its scoring cannot cast.
 var errNoMapping = errors.New("map filter: the response has no mapping and the filter no default_value")
 
-// apply runs the pipeline on one response (repeats is 1). The result is
-// a string after take_first, otherwise the one-element list of responses
-// lm-eval would pass on.
-func (p *pipeline) apply(resp string, b *pyre.Budget) (any, error) {
+// needsDoc reports whether a filter of the pipeline reads the document
+// (multi_choice_regex its choices).
+func (p *pipeline) needsDoc() bool {
+	for _, st := range p.steps {
+		if st.function == "multi_choice_regex" {
+			return true
+		}
+	}
+	return false
+}
+
+// apply runs the pipeline on one response (repeats is 1) of a document.
+// The result is a string after take_first, otherwise the one-element list
+// of responses lm-eval would pass on.
+func (p *pipeline) apply(resp string, doc *Map, b *pyre.Budget) (any, error) {
 	var list []any = []any{resp}
 	var first any
 	took := false
@@ -180,7 +223,7 @@ func (p *pipeline) apply(resp string, b *pyre.Budget) (any, error) {
 			continue
 		}
 		for i, r := range list {
-			out, err := st.one(r, b)
+			out, err := st.one(r, doc, b)
 			if err != nil {
 				return nil, fmt.Errorf("filter %s: %w", p.name, err)
 			}
@@ -193,8 +236,8 @@ func (p *pipeline) apply(resp string, b *pyre.Budget) (any, error) {
 	return list, nil
 }
 
-// one applies a per-response filter to one response.
-func (st filterStep) one(r any, b *pyre.Budget) (any, error) {
+// one applies a per-response filter to one response of a document.
+func (st filterStep) one(r any, doc *Map, b *pyre.Budget) (any, error) {
 	switch st.function {
 	case "regex":
 		s, ok := r.(string)
@@ -202,6 +245,8 @@ func (st filterStep) one(r any, b *pyre.Budget) (any, error) {
 			s = ""
 		}
 		return st.regex(s, b)
+	case "multi_choice_regex":
+		return st.multiChoice(r, doc, b)
 	case "map":
 		if s, ok := r.(string); ok {
 			if v, found := st.mapping.Get(s); found {
@@ -267,4 +312,151 @@ func (st filterStep) regex(s string, b *pyre.Budget) (any, error) {
 		}
 	}
 	return pystr.Strip(m), nil
+}
+
+// multiChoice is MultiChoiceRegexFilter (lm_eval/filters/extraction.py)
+// on one response: the regex as RegexFilter applies it, but "" where the
+// selected match's groups are all empty and no fallback yet; failing
+// that, the document's choices (each stripped, then its regexes_to_ignore
+// removed, lower-cased, its Unicode punctuation removed as the options
+// say) searched in the response treated alike, a match given as its
+// letter "(A)"; failing that, ":" and a choice's letter ("(A)"); failing
+// that, the fallback. Every search selects group_select as RegexFilter
+// does (an index out of range raises, as in lm-eval).
+func (st filterStep) multiChoice(r any, doc *Map, b *pyre.Budget) (any, error) {
+	resp, ok := r.(string)
+	if !ok {
+		resp = ""
+	}
+	cv, ok := doc.Get("choices")
+	if !ok {
+		return nil, fmt.Errorf("multi_choice_regex: the document has no choices (lm-eval raises KeyError)")
+	}
+	// for c in doc["choices"]: a list's items, a mapping's keys (the
+	// Hub's {"text": [...], "label": [...]} gives "text" and "label"), a
+	// string's characters.
+	var choices []any
+	switch x := cv.(type) {
+	case []any:
+		choices = x
+	case *Map:
+		for _, k := range x.Keys {
+			choices = append(choices, k)
+		}
+	case string:
+		for _, c := range x {
+			choices = append(choices, string(c))
+		}
+	default:
+		return nil, fmt.Errorf("multi_choice_regex: choices %s is not iterable (lm-eval raises TypeError)", pyStr(cv))
+	}
+	ignores := func(s string) (string, error) {
+		var err error
+		for _, re := range st.ignoreRes {
+			if s, err = re.SubIn("", s, b); err != nil {
+				return "", err
+			}
+		}
+		if st.ignoreCase {
+			s = pystr.Lower(s)
+		}
+		if st.ignorePunct {
+			s = strings.Map(func(c rune) rune {
+				if pystr.IsPunct(c) {
+					return -1
+				}
+				return c
+			}, s)
+		}
+		return s, nil
+	}
+	var alts, letters []string
+	toAlpha, toTarget := map[string]string{}, map[string]string{}
+	next := 'A'
+	for _, c := range choices {
+		cs, isStr := c.(string)
+		if !isStr {
+			return nil, fmt.Errorf("multi_choice_regex: choice %s is not a str", pyStr(c))
+		}
+		m, err := ignores(pystr.Strip(cs))
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, pyre.Escape(m))
+		toAlpha[m] = "(" + string(next) + ")"
+		letters = append(letters, string(next))
+		toTarget[string(next)] = "(" + string(next) + ")"
+		next++
+	}
+	fallbackRe, err := pyre.Compile(strings.Join(alts, "|"))
+	if err != nil {
+		return nil, fmt.Errorf("multi_choice_regex: the choices' pattern: %w", err)
+	}
+	letterRe, err := pyre.Compile(`:[\s]*(` + strings.Join(letters, "|") + `)`)
+	if err != nil {
+		return nil, fmt.Errorf("multi_choice_regex: the letters' pattern: %w", err)
+	}
+	m, err := st.findMatch(st.re, resp, nil, b)
+	if err != nil || m != "" {
+		return m, err
+	}
+	filtered, err := ignores(resp)
+	if err != nil {
+		return nil, err
+	}
+	if m, err = st.findMatch(fallbackRe, filtered, toAlpha, b); err != nil || m != "" {
+		return m, err
+	}
+	if m, err = st.findMatch(letterRe, resp, toTarget, b); err != nil || m != "" {
+		return m, err
+	}
+	return st.fallback, nil
+}
+
+// findMatch is MultiChoiceRegexFilter's find_match: the match at
+// group_select of findall (its first non-empty group, or "" when all are
+// empty), stripped and converted by convert when it names one; "" when
+// nothing matches.
+func (st filterStep) findMatch(re *pyre.Regexp, s string, convert map[string]string, b *pyre.Budget) (string, error) {
+	found, err := re.FindAllStringsIn(s, b)
+	if err != nil {
+		return "", err
+	}
+	var n int
+	switch f := found.(type) {
+	case []string:
+		n = len(f)
+	case [][]string:
+		n = len(f)
+	}
+	if n == 0 {
+		return "", nil
+	}
+	i := st.groupSelect
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return "", fmt.Errorf("regex %q: group_select %d out of range for %d matches (lm-eval raises IndexError)", re.String(), st.groupSelect, n)
+	}
+	var m string
+	switch f := found.(type) {
+	case []string:
+		m = f[i]
+	case [][]string:
+		for _, g := range f[i] {
+			if g != "" {
+				m = g
+				break
+			}
+		}
+		if m == "" {
+			return "", nil
+		}
+	}
+	m = pystr.Strip(m)
+	if t, ok := convert[m]; ok && m != "" {
+		m = t
+	}
+	return m, nil
 }

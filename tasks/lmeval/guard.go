@@ -737,6 +737,10 @@ func emit(b *strings.Builder, n *xnode) error {
 			if err := emit(b, n.kids[2]); err != nil {
 				return err
 			}
+		} else {
+			// jinja2's cond_expr_undefined: a plain Undefined, even under
+			// StrictUndefined (it prints as "").
+			b.WriteString(" else __tally_cond_undefined()")
 		}
 		b.WriteString(")")
 	case "bin":

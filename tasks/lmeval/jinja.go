@@ -591,6 +591,18 @@ func joinTokens(toks []token) string {
 	return b.String()
 }
 
+// condUndefined stands for the value of an inline if-expression without
+// an else whose condition is false: jinja2 gives jinja2.Undefined there
+// (its compiler's cond_expr_undefined), not the environment's
+// StrictUndefined, so it prints as "" (str, |string, ~) where any other
+// undefined value raises; arithmetic on it and a method called on it
+// raise. The engine carries it as this string, which no document holds.
+const condUndefined = "\x00tally:cond_expr_undefined\x00"
+
+// lenientUndefined is condUndefined back from the engine: str() of it is
+// "".
+type lenientUndefined struct{}
+
 // fromJinja converts an engine value back; an undefined value is an error
 // (StrictUndefined).
 func fromJinja(v jinja.Value) (any, error) { return fromJinjaAt(v, 0) }
@@ -613,6 +625,9 @@ func fromJinjaAt(v jinja.Value, level int) (any, error) {
 	case v.IsFloat():
 		return v.AsFloat(), nil
 	case v.IsString():
+		if v.AsString() == condUndefined {
+			return lenientUndefined{}, nil
+		}
 		return v.AsString(), nil
 	case v.IsList():
 		l := v.AsList()
@@ -778,6 +793,9 @@ func receiver(args []jinja.Value, method string) (string, error) {
 	}
 	if !args[0].IsString() {
 		return "", fmt.Errorf("%s() called on %s, which is not a str", method, args[0].String())
+	}
+	if args[0].AsString() == condUndefined {
+		return "", fmt.Errorf("%s() called on an inline if-expression that evaluated to false and has no else section (jinja2 raises)", method)
 	}
 	return args[0].AsString(), nil
 }

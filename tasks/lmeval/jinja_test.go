@@ -68,6 +68,12 @@ var renderCases = []string{
 	"trailing newline kept\n",
 	"{{ '{{' }} literal braces {{ '}}' }}",
 	"{% set context = text.split(' ')[-1] %}{{ context | trim }}|{% for c in text.split() %}{{ c.strip('qx') }};{% endfor %}",
+	// An inline if without else: jinja2's plain Undefined (asdiv-cot-llama's
+	// "{{body if body is defined}}"), "" where printed, an error in +.
+	"[{{ body if body is defined }}] {{ question }}",
+	"[{{ (missing if none)|string }}]{{ (missing if none) ~ '!' }}",
+	"{{ (missing if none) + 'x' }}",
+	"{{ (missing if none).strip() }}",
 }
 
 type renderOut struct {

@@ -167,6 +167,10 @@ func (st *renderState) helper(name string) helper {
 		}
 	case "__tally_string":
 		return strHelper
+	case "__tally_cond_undefined":
+		return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+			return jinja.NewString(condUndefined), nil
+		}
 	case "__tally_trim":
 		return trimHelper
 	case "__tally_join":

@@ -23,7 +23,7 @@ func TestSurveyDir(t *testing.T) {
 	writeTask(t, dir, "ok.yaml", base)
 	writeTask(t, dir, "mc.yaml", base+"output_type: multiple_choice\n")
 	writeTask(t, dir, "fn.yaml", base+"process_docs: !function utils.p\n")
-	writeTask(t, dir, "bleu.yaml", base+"metric_list:\n  - metric: bleu\n")
+	writeTask(t, dir, "bleu.yaml", base+"metric_list:\n  - metric: bleu\n    aggregation: mean\n")
 	writeTask(t, dir, "group.yaml", "group: g\ntask: [t]\n")
 	writeTask(t, dir, "py.yaml", "task: p\nclass: !function x.T\n")
 	writeTask(t, dir, "bad.yaml", "task: [unclosed\n")
@@ -33,7 +33,7 @@ func TestSurveyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	loads, refused, others = sv.Counts()
-	if loads != 1 || refused["!function in process_docs"] != 1 || refused["metric bleu"] != 1 ||
+	if loads != 1 || refused["!function in process_docs"] != 1 || refused["aggregation mean"] != 1 ||
 		others["output_type: multiple_choice"] != 1 || others["group"] != 1 || others["python task"] != 1 ||
 		others["unreadable"] != 1 || others["not a task file"] != 1 {
 		t.Errorf("%d load, refused %v, others %v", loads, refused, others)

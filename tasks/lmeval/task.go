@@ -1,6 +1,9 @@
 // Package lmeval runs lm-evaluation-harness task files (YAML) in tally:
 // generate_until tasks whose prompts, few-shot examples, filters and
-// metrics need no Python. It reads them as lm-eval does at commit
+// metrics need no Python, or need Python functions tally has Go ports of
+// (hooks.go: recognised by their module's SHA-256; MMLU-Pro, MMLU-ProX,
+// llama3 instruct, LongBench, BabiLong, RULER). It reads them as lm-eval
+// does at commit
 // 4e7e0d47f33bc71070c1d38394bafbb52b117163 of
 // github.com/EleutherAI/lm-evaluation-harness (2026-08-21): includes
 // (lm_eval/tasks/_yaml_loader.py, with PyYAML's YAML 1.1 scalars),
@@ -14,12 +17,19 @@
 // take_first, remove_whitespace, lowercase, uppercase, map; patterns in
 // Python's re syntax through tally/internal/pyre) and exact_match
 // (lm_eval/api/metrics.py, tally/scoring/exactmatch) with
-// ConfigurableTask.process_results's rules for generate_until.
+// ConfigurableTask.process_results's rules for generate_until, bleu, chrf
+// and ter (sacrebleu's corpus scores, tally/scoring/sacrebleu), and the
+// multi_choice_regex filter.
+//
+// The Python behaviour these need is reproduced exactly by hand-written
+// code (tally/internal/pyre, pyrandom, pystr, pyliteral and the ports),
+// not a library: no Go library reproduces Python's re, random, str
+// methods, jinja2's rendering or the functions of lm-eval's task folders
+// to the character, which decides prompts and scores.
 //
 // What tally cannot reproduce is refused with one line naming the field
-// (*Refusal): Python code (!function, class, process_docs,
-// process_results), other output types, metrics other than exact_match,
-// other filters, sampling.
+// (*Refusal): Python code it has no port of (!function, class), other
+// output types, other metrics and filters, sampling.
 package lmeval
 
 import (
@@ -36,6 +46,7 @@ import (
 	"tally/internal/pyrandom"
 	"tally/internal/pyre"
 	"tally/internal/pystr"
+	"tally/scoring"
 )
 
 // Commit is the lm-evaluation-harness commit whose behaviour is
@@ -190,9 +201,9 @@ func (t *Task) ScoreKeys() []string {
 	return out
 }
 
-// ConfigDict is the task's configuration as lm-eval's results files record
-// it (TaskConfig.to_dict()): the task file's fields after includes and
-// overrides, as JSON decodes them (numbers as float64).
+// ConfigDict is the task file's fields after includes and overrides, as
+// JSON decodes them (numbers as float64): what keys the task's variant
+// (tally/tasks/variant). lm-eval's results file writes ToDict.
 func (t *Task) ConfigDict() map[string]any {
 	var out map[string]any
 	if b, err := json.Marshal(t.c.raw); err == nil {
@@ -263,6 +274,9 @@ func (t *Task) Load(data string, skipBad bool) (Loaded, error) {
 	docs, skipped, err := t.readSplit(ds, evalSplit, evalSplit, skipBad)
 	if err != nil {
 		return Loaded{}, err
+	}
+	if docs, err = processDocs(c.processDocs, docs); err != nil {
+		return Loaded{}, fmt.Errorf("task %s: split %s: %w", c.task, evalSplit, err)
 	}
 	if len(docs) == 0 {
 		return Loaded{}, fmt.Errorf("task %s: split %s has no documents", c.task, evalSplit)
@@ -342,7 +356,11 @@ func targetValue(f *textField, v any) (any, error) {
 // readSplit reads a split's documents from every file the source has
 // for it.
 func (t *Task) readSplit(ds *dataSource, split, evalSplit string, skipBad bool) ([]*Map, int, error) {
-	files, err := ds.splitFiles(split, t.c.datasetName, evalSplit)
+	name := t.c.datasetName
+	if t.c.customDataset != nil {
+		name = t.c.customDataset.name
+	}
+	files, err := ds.splitFiles(split, name, evalSplit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("task %s: %w", t.c.task, err)
 	}
@@ -366,11 +384,17 @@ func (t *Task) readSplit(ds *dataSource, split, evalSplit string, skipBad bool) 
 // fewshotPool is where the shots come from (ConfigurableTask.fewshot_docs):
 // fewshot_config.split (fewshot_split), else fewshot_config.samples,
 // else the training, validation or test split, the first the task has.
+//
+// The split's documents go through process_docs as lm-eval's do: the
+// few-shot config's (the task's unless it sets its own) for its split,
+// the task's for the others (training_docs, validation_docs, test_docs).
 func (t *Task) fewshotPool(ds *dataSource, evalSplit string, evalDocs []*Map) ([]*Map, error) {
 	c := t.c
 	split := c.fewshot.split
+	process := c.processDocs
 	switch {
 	case split != "":
+		process = c.fewshot.processDocs
 	case c.fewshot.hasSamples:
 		return c.fewshot.samples, nil
 	case c.trainingSplit != "":
@@ -380,11 +404,30 @@ func (t *Task) fewshotPool(ds *dataSource, evalSplit string, evalDocs []*Map) ([
 	default:
 		split = c.testSplit
 	}
-	if split == evalSplit {
+	if split == evalSplit && process == c.processDocs {
 		return evalDocs, nil
 	}
 	docs, _, err := t.readSplit(ds, split, evalSplit, false)
-	return docs, err
+	if err != nil {
+		return nil, err
+	}
+	if docs, err = processDocs(process, docs); err != nil {
+		return nil, fmt.Errorf("task %s: split %s: %w", c.task, split, err)
+	}
+	return docs, nil
+}
+
+// processDocs applies a process_docs function (nil: none) to a split's
+// documents.
+func processDocs(h *pyHook, docs []*Map) ([]*Map, error) {
+	if h == nil {
+		return docs, nil
+	}
+	out, err := h.docs(docs)
+	if err != nil {
+		return nil, fmt.Errorf("process_docs %s: %w", h.fn.Name, err)
+	}
+	return out, nil
 }
 
 // context is fewshot_context as plain text: the description, the shots
@@ -641,6 +684,10 @@ func (t *Task) ScoringSpec() string {
 		Fallback string `json:"fallback,omitempty"`
 		Mapping  *Map   `json:"mapping_dict,omitempty"`
 		Default  any    `json:"default_value,omitempty"`
+		// multi_choice_regex's
+		IgnoreCase  bool     `json:"ignore_case,omitempty"`
+		IgnorePunct bool     `json:"ignore_punctuation,omitempty"`
+		Ignore      []string `json:"regexes_to_ignore,omitempty"`
 	}
 	type pipe struct {
 		Name  string `json:"name"`
@@ -660,7 +707,11 @@ func (t *Task) ScoringSpec() string {
 	for _, f := range t.c.filters {
 		p := pipe{Name: f.name}
 		for _, s := range f.steps {
-			st := step{Function: s.function, Group: s.groupSelect, Mapping: s.mapping, Default: s.defaultVal}
+			st := step{Function: s.function, Group: s.groupSelect, Mapping: s.mapping, Default: s.defaultVal,
+				IgnoreCase: s.ignoreCase, IgnorePunct: s.ignorePunct}
+			for _, re := range s.ignoreRes {
+				st.Ignore = append(st.Ignore, re.String())
+			}
 			if s.re != nil {
 				st.Pattern, st.Fallback = s.re.String(), s.fallback
 			}
@@ -670,6 +721,10 @@ func (t *Task) ScoringSpec() string {
 	}
 	for _, m := range t.c.metrics {
 		sp.Metrics = append(sp.Metrics, metric{m.name, m.options})
+	}
+	if h := t.c.processResults; h != nil {
+		// The ported function, by name and its module's digest.
+		sp.Metrics = append(sp.Metrics, metric{"process_results", map[string]any{"function": h.fn.Name, "module": h.digest}})
 	}
 	b, _ := json.Marshal(sp)
 	return string(b)
@@ -690,14 +745,48 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		// Every regex that scores the sample (filters, regexes_to_ignore)
 		// shares one budget of steps, sized by the text it may search.
 		runes := utf8.RuneCountInString(pred)*len(t.c.filters) + utf8.RuneCountInString(string(s.References))
+		var doc *Map
+		if t.ScoresDocs() {
+			if doc, err = docOf(s); err != nil {
+				return nil, err
+			}
+			runes += utf8.RuneCount(s.Doc) * len(t.c.filters)
+		}
 		b := pyre.NewBudget(runes)
 		out := map[string]float64{}
 		for _, f := range t.c.filters {
-			res, err := f.apply(pred, b)
+			res, err := f.apply(pred, doc, b)
 			if err != nil {
 				return nil, err
 			}
+			if h := t.c.processResults; h != nil {
+				vals, err := h.results(doc, []any{res})
+				if err != nil {
+					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
+				}
+				for _, k := range vals.Keys {
+					x, ok := number(vals.Vals[k])
+					if !ok {
+						return nil, fmt.Errorf("process_results %s: %s is %s, not a number", h.fn.Name, k, pyStr(vals.Vals[k]))
+					}
+					if m := t.metric(k); m != nil && m.skip != nil && x == *m.skip {
+						continue // the value the metric's aggregation leaves out
+					}
+					out[k+","+f.name] = x
+				}
+				continue
+			}
 			for _, m := range t.c.metrics {
+				if m.corpus != nil {
+					st, err := m.corpusStats(res, gold, multipleTarget)
+					if err != nil {
+						return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+					}
+					for i, v := range st {
+						out[scoring.CorpusStatKey(m.name, i, ","+f.name)] = v
+					}
+					continue
+				}
 				v, err := m.score(res, gold, multipleTarget, b)
 				if err != nil {
 					return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
@@ -707,6 +796,73 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 		}
 		return out, nil
 	}
+}
+
+// metric is the metric_list entry of a name (nil: none).
+func (t *Task) metric(name string) *metricConfig {
+	for _, m := range t.c.metrics {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// ScoresDocs reports whether scoring reads each sample's document (its
+// Doc): a filter that reads it (multi_choice_regex), so loads keep it.
+func (t *Task) ScoresDocs() bool {
+	if t.c.processResults != nil {
+		return true
+	}
+	for _, f := range t.c.filters {
+		if f.needsDoc() {
+			return true
+		}
+	}
+	return false
+}
+
+// docOf is a sample's document, for scoring that reads it.
+func docOf(s datasets.Sample) (*Map, error) {
+	if len(s.Doc) == 0 {
+		return nil, fmt.Errorf("sample %s: its document is not stored, and its scoring reads it", s.ID)
+	}
+	v, err := decodeJSON(s.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("sample %s: document: %w", s.ID, err)
+	}
+	doc, ok := v.(*Map)
+	if !ok {
+		return nil, fmt.Errorf("sample %s: its document is not a mapping", s.ID)
+	}
+	return doc, nil
+}
+
+// corpusStats are a sample's statistics for a corpus metric (bleu, chrf,
+// ter), which lm-eval's process_results gives as the pair [gold, result]
+// and its aggregation scores with sacrebleu over the task's pairs
+// (_sacreformat: one reference a prediction): the filtered response
+// against doc_to_target cast to a str. A task whose targets are lists
+// makes lm-eval's aggregation fail (process_results gives 1.0, not a
+// pair), and is refused here.
+func (m *metricConfig) corpusStats(res, gold any, multi bool) ([]float64, error) {
+	if multi {
+		return nil, fmt.Errorf("metric %s with list targets: lm-eval's aggregation raises (its process_results gives a number, not a [reference, prediction] pair)", m.name)
+	}
+	var pred string
+	switch r := res.(type) {
+	case string:
+		pred = r
+	case []any:
+		s, ok := r[0].(string)
+		if len(r) != 1 || !ok {
+			return nil, fmt.Errorf("filtered response %s is not a string", pyStr(res))
+		}
+		pred = s
+	default:
+		return nil, fmt.Errorf("filtered response %s is not a string", pyStr(res))
+	}
+	return m.corpus.Sample(pred, []string{pyStr(gold)}), nil
 }
 
 // score is process_results's exact_match for generate_until: the filtered

@@ -27,7 +27,7 @@ var (
 // parseYAML reads a YAML document as PyYAML's loader (with lm-eval's
 // !function constructor) reads it, within a budget of its own.
 func parseYAML(data []byte, name string) (any, error) {
-	v, _, err := parseYAMLIn(data, name, &loadBudget{})
+	v, _, err := parseYAMLIn(data, name, "", &loadBudget{})
 	return v, err
 }
 
@@ -78,7 +78,7 @@ var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // parseYAMLIn is parseYAML charging the budget b; it also returns the
 // line of each top-level key of a mapping.
-func parseYAMLIn(data []byte, name string, b *loadBudget) (any, map[string]int, error) {
+func parseYAMLIn(data []byte, name, dir string, b *loadBudget) (any, map[string]int, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line := 0
@@ -94,7 +94,7 @@ func parseYAMLIn(data []byte, name string, b *loadBudget) (any, map[string]int, 
 	if doc.Kind == 0 {
 		return nil, nil, nil
 	}
-	d := &yamlDecoder{name: name, open: map[*yaml.Node]bool{}, b: b}
+	d := &yamlDecoder{name: name, dir: dir, open: map[*yaml.Node]bool{}, b: b}
 	v, err := d.value(&doc)
 	if err != nil {
 		return nil, nil, err
@@ -116,6 +116,9 @@ func parseYAMLIn(data []byte, name string, b *loadBudget) (any, map[string]int, 
 // recursive one, and documents that expand past the load's budget).
 type yamlDecoder struct {
 	name string
+	// dir is the folder of the file read, where a !function's module is
+	// looked for ("" for a document that is no file's).
+	dir  string
 	open map[*yaml.Node]bool
 	b    *loadBudget
 }
@@ -179,6 +182,9 @@ func (d *yamlDecoder) value(n *yaml.Node) (any, error) {
 		}
 		return out, nil
 	}
+	if n.Tag == "!function" {
+		return Function{Name: n.Value, Dir: d.dir}, nil
+	}
 	v, err := yamlScalar(n)
 	if err != nil {
 		return nil, d.fail(n, "%v", err)
@@ -215,9 +221,6 @@ func (d *yamlDecoder) merge(m *Map, v *yaml.Node) error {
 
 func yamlScalar(n *yaml.Node) (any, error) {
 	s := n.Value
-	if n.Tag == "!function" {
-		return Function(s), nil
-	}
 	if n.Style&yaml.TaggedStyle != 0 {
 		switch n.Tag {
 		case "!!str", "!!binary", "!!timestamp":
@@ -386,7 +389,7 @@ func (l *taskLoad) file(path string, included bool) (*Map, error) {
 		return nil, fmt.Errorf("read task %s: %w", path, err)
 	}
 	l.b.read += int64(len(data))
-	v, lines, err := parseYAMLIn(data, path, &l.b)
+	v, lines, err := parseYAMLIn(data, path, filepath.Dir(abs), &l.b)
 	var ye *yamlError
 	if included && errors.As(err, &ye) {
 		// What the message quotes may be any file's content.

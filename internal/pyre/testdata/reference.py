@@ -29,6 +29,8 @@ for case in req.get("cases", []):
         res.append({"matches": ms, "sub": sub})
     out["cases"].append({"error": None, "results": res})
 
+out["escapes"] = [re.escape(s) for s in req.get("escapes", [])]
+
 if req.get("classes"):
     def ranges(pred):
         rs, start = [], None

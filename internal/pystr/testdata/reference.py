@@ -1,4 +1,6 @@
-"""str.lower(), str.upper() and str.isspace() over every code point, and
+"""str.lower(), str.upper() and str.isspace() over every code point, the
+code points whose category starts with "P" (lm-eval's MultiChoiceRegexFilter's
+punctuation table, range(sys.maxunicode)), and
 lower() and upper() of the strings pystr_test.go sends (JSON on stdin:
 {"strings": [...]}). Code points whose mapping is themselves are left out."""
 import json
@@ -20,6 +22,7 @@ json.dump({
     "unicode": unicodedata.unidata_version,
     "lower": lower,
     "upper": upper,
+    "punct": [c for c in range(sys.maxunicode) if unicodedata.category(chr(c)).startswith("P")],
     "unassigned": [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) == "Cn"],
     "strings": [[s.lower(), s.upper(), s.strip()] for s in req["strings"]],
 }, sys.stdout)
