@@ -56,10 +56,9 @@ type Request struct {
 type Rows struct {
 	Rows []map[string]any
 	Refs []json.RawMessage
-	// Meta, when set, is each row's sample metadata (nil: none), string
-	// values only: what a report shows of a sample beside its data row
-	// (DROP's gold answer type).
-	Meta    []map[string]string
+	// Notes, when set, are each row's sample notes (datasets.Sample.Notes;
+	// nil: none).
+	Notes   []map[string]string
 	Skipped int
 }
 

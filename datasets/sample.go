@@ -30,4 +30,8 @@ type Sample struct {
 	Doc    json.RawMessage `json:"-"`
 	Target *string         `json:"-"`
 	Index  *int            `json:"-"`
+	// Notes are what reports show of the sample beside its data row
+	// (DROP's gold answer type): like Doc, they take no part in scoring,
+	// so a note added or changed leaves every stored score current.
+	Notes map[string]string `json:"-"`
 }

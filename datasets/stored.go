@@ -13,6 +13,8 @@ type Stored struct {
 	Index    *int            `json:"index,omitempty"`
 	Doc      json.RawMessage `json:"doc,omitempty"`
 	Target   *string         `json:"target,omitempty"`
+	// Notes are the sample's notes (Sample.Notes).
+	Notes map[string]string `json:"notes,omitempty"`
 }
 
 // StoredNoMetadata begins the JSON of a Stored whose sample has no
@@ -22,5 +24,5 @@ const StoredNoMetadata = `{"metadata":null,`
 
 // ToStored is the stored metadata of a sample.
 func ToStored(s Sample) Stored {
-	return Stored{Metadata: s.Metadata, ShareKey: s.ShareKey, Index: s.Index, Doc: s.Doc, Target: s.Target}
+	return Stored{Metadata: s.Metadata, ShareKey: s.ShareKey, Index: s.Index, Doc: s.Doc, Target: s.Target, Notes: s.Notes}
 }

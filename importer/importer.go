@@ -270,7 +270,7 @@ func importedSample(tx report.TallyExtra, r lmevallog.Record) store.Sample {
 	_ = json.Unmarshal(tx.Metadata, &meta)
 	docID, target := r.DocID, r.Target
 	s := datasets.Sample{Task: tx.Task, ID: tx.SampleID, Prompt: r.Prompt, References: tx.References, Metadata: meta,
-		Doc: r.Doc, Target: &target, Index: &docID}
+		Doc: r.Doc, Target: &target, Index: &docID, Notes: tx.Notes}
 	return rescore.ToStore(s)
 }
 

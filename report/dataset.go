@@ -137,8 +137,11 @@ type SampleData struct {
 	Chat   bool
 	Prompt string
 	Refs   json.RawMessage
-	// Metadata is the sample's own metadata (task-specific fields).
+	// Metadata is the sample's own metadata (task-specific fields), and
+	// Notes what the report shows of it beside (datasets.Sample.Notes: the
+	// ones a view reads).
 	Metadata json.RawMessage
+	Notes    map[string]string
 	// Doc is the dataset row the sample was made from, Target the task's
 	// target rendered for it, Index its position in the task's data (-1:
 	// unknown), as far as they are known.
@@ -926,11 +929,11 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 			sc.set(mi, p.val())
 		}
 	}
-	// The DROP view shows each sample's gold answer type, which its own
-	// metadata holds: read alone where the metadata column is cut.
+	// The DROP view shows each sample's gold answer type, a note of the
+	// sample's: read alone, the rest of the column left.
 	var answerTypes map[string]string
-	if cut != "" && isDROP(td) {
-		if answerTypes, err = st.SampleMetadata(ctx, td.Task, dropAnswerType); err != nil {
+	if isDROP(td) {
+		if answerTypes, err = st.SampleNotes(ctx, td.Task, dropAnswerType); err != nil {
 			return err
 		}
 	}
@@ -953,7 +956,7 @@ func readSamples(ctx context.Context, st *store.Store, tl *taskLoad, gens *loade
 				sd.Prompt = NotStoredPrompt
 			}
 			if at, ok := answerTypes[sd.ID]; ok {
-				sd.Metadata, _ = json.Marshal(map[string]string{dropAnswerType: at})
+				sd.Notes = map[string]string{dropAnswerType: at}
 			}
 			if cut != "" && string(s.Metadata) == cut {
 				continue // no metadata, and no data row, target or index read
@@ -1146,6 +1149,7 @@ func decodeStoredSample(raw json.RawMessage) (meta, doc json.RawMessage, target 
 		Index    *int            `json:"index"`
 		Doc      json.RawMessage `json:"doc"`
 		Target   *string         `json:"target"`
+		Notes    json.RawMessage `json:"notes"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -1209,6 +1213,13 @@ func storedSampleAsWritten(raw []byte) (meta, doc json.RawMessage, target *strin
 		}
 		ts := string(t)
 		target, rest = &ts, r
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"notes":`)); found {
+		// The sample's notes: read by the report that shows them
+		// (SampleNotes), not here.
+		if _, rest, ok = cutObject(r); !ok {
+			return nil, nil, nil, 0, false
+		}
 	}
 	if string(rest) != "}" {
 		return nil, nil, nil, 0, false

@@ -150,8 +150,8 @@ func TestAnswerType(t *testing.T) {
 }
 
 // TestGoldType (issue 33): the DROP view types a gold answer as DROP's
-// gold does, from the sample's metadata (a year alone is a date, though
-// its text reads as a number), and from its text only for a sample stored
+// gold does, from the sample's note (a year alone is a date, though its
+// text reads as a number), and from its text only for a sample stored
 // without it.
 func TestGoldType(t *testing.T) {
 	for _, tc := range []struct {
@@ -159,14 +159,14 @@ func TestGoldType(t *testing.T) {
 		spans []string
 		want  string
 	}{
-		{`{"answer_type":"date"}`, []string{"2017"}, "date"},
-		{`{"answer_type":"number"}`, []string{"2017"}, "number"},
-		{`{"answer_type":"spans"}`, []string{"a", "b"}, "span"},
-		{`{"answer_type":"span"}`, []string{"12"}, "span"},
-		{``, []string{"2017"}, "number"},
-		{`{"other":"x"}`, []string{"May 1990"}, "date"},
+		{"date", []string{"2017"}, "date"},
+		{"number", []string{"2017"}, "number"},
+		{"spans", []string{"a", "b"}, "span"},
+		{"span", []string{"12"}, "span"},
+		{"", []string{"2017"}, "number"},
+		{"other", []string{"May 1990"}, "date"},
 	} {
-		if got := goldType(json.RawMessage(tc.meta), tc.spans); got != tc.want {
+		if got := goldType(tc.meta, tc.spans); got != tc.want {
 			t.Errorf("goldType(%s, %q) = %s, want %s", tc.meta, tc.spans, got, tc.want)
 		}
 	}

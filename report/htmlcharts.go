@@ -187,25 +187,20 @@ func starsHeatmap(td *TaskData, ci int) (template.HTML, int) {
 	return template.HTML(b.String()), n
 }
 
-// dropAnswerType is the sample metadata member holding the gold answer's
-// type as DROP types it (tally/datasets/drop's MetaAnswerType).
+// dropAnswerType is the sample note holding the gold answer's type as
+// DROP types it (tally/datasets/drop's NoteAnswerType).
 const dropAnswerType = "answer_type"
 
 // goldType is the type of a sample's gold answer in the DROP view: the
-// type DROP's gold gives it (its metadata's answer_type: number, date, or
-// span for one span or several), else, for a sample stored without it,
-// the type its first gold answer's text reads as (answerType).
-func goldType(meta json.RawMessage, first []string) string {
-	var m struct {
-		Type string `json:"answer_type"`
-	}
-	if json.Unmarshal(meta, &m) == nil {
-		switch m.Type {
-		case "number", "date":
-			return m.Type
-		case "span", "spans":
-			return "span"
-		}
+// type DROP's gold gives it (its note: number, date, or span for one span
+// or several), else, for a sample stored without it, the type its first
+// gold answer's text reads as (answerType).
+func goldType(note string, first []string) string {
+	switch note {
+	case "number", "date":
+		return note
+	case "span", "spans":
+		return "span"
 	}
 	return answerType(first)
 }
@@ -312,7 +307,7 @@ func makeDropView(td *TaskData) *dropView {
 		if len(refs) > 0 {
 			first = refs[0]
 		}
-		types[sd.ID] = goldType(sd.Metadata, first)
+		types[sd.ID] = goldType(sd.Notes[dropAnswerType], first)
 		if isFloatAnswer(first) {
 			floats++
 		}

@@ -165,9 +165,11 @@ type TallyExtra struct {
 	// Failed is why the sample failed ("": scored); it counts as 0.
 	Failed   string `json:"failed,omitempty"`
 	Imported bool   `json:"imported,omitempty"`
-	// Metadata is the sample's own metadata.
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
-	References json.RawMessage `json:"references"`
+	// Metadata is the sample's own metadata, Notes its notes
+	// (datasets.Sample.Notes).
+	Metadata   json.RawMessage   `json:"metadata,omitempty"`
+	Notes      map[string]string `json:"notes,omitempty"`
+	References json.RawMessage   `json:"references"`
 	// Scores are the sample's values under tally's metric names (null:
 	// undefined); absent for a failed sample.
 	Scores map[string]*float64 `json:"scores,omitempty"`
@@ -1050,7 +1052,7 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		MetricValues: map[string]any{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
 			Seqs: nonNil(c.Seqs()), Budget: c.Budget, Raw: sd.Text, Finish: sd.Finish, Error: sd.Error, PromptTokens: sd.PromptTokens,
-			Failed: sc.Failed, Imported: sd.Imported, Metadata: sd.Metadata, References: sd.Refs},
+			Failed: sc.Failed, Imported: sd.Imported, Metadata: sd.Metadata, Notes: sd.Notes, References: sd.Refs},
 	}
 	if sc.Failed == "" {
 		line.Tally.Scores = map[string]*float64{}

@@ -138,15 +138,14 @@ func (s *Store) eachShownGeneration(ctx context.Context, f Filter, fn func(g *Ge
 	return nil
 }
 
-// SampleMetadata reads one string member of every stored sample's own
-// metadata of a task (datasets.Stored's "metadata"), by sample id (a
-// sample without it is left out), without reading the rest of the column
-// into the program (the data row, most of it): the engine's JSON
-// functions pick the member.
-func (s *Store) SampleMetadata(ctx context.Context, task, member string) (map[string]string, error) {
-	q := `SELECT id, json_extract(metadata, '$.metadata.' || json_quote(?)) FROM samples WHERE task=?`
+// SampleNotes reads one note of every stored sample of a task
+// (datasets.Stored's "notes"), by sample id (a sample without it is left
+// out), without reading the rest of the column into the program (the data
+// row, most of it): the engine's JSON functions pick the member.
+func (s *Store) SampleNotes(ctx context.Context, task, member string) (map[string]string, error) {
+	q := `SELECT id, json_extract(metadata, '$.notes.' || json_quote(?)) FROM samples WHERE task=?`
 	if s.db.eng == postgresEngine {
-		q = `SELECT id, (metadata::json->'metadata')->>? FROM samples WHERE task=?`
+		q = `SELECT id, (metadata::json->'notes')->>? FROM samples WHERE task=?`
 	}
 	rows, err := s.db.QueryContext(ctx, q, member, task)
 	if err != nil {

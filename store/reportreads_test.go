@@ -154,23 +154,24 @@ func testEachEntryAndGeneration(t *testing.T, newPath func() string) {
 	}
 }
 
-// TestSampleMetadata: one member of the samples' own metadata is read, on
-// both engines; samples without it, or with no metadata, are left out.
-func TestSampleMetadata(t *testing.T) { engines(t, testSampleMetadata) }
+// TestSampleNotes: one note of the samples is read, on both engines;
+// samples without it, or with no notes, are left out, and a member of that
+// name elsewhere in the column is not a note.
+func TestSampleNotes(t *testing.T) { engines(t, testSampleNotes) }
 
-func testSampleMetadata(t *testing.T, newPath func() string) {
+func testSampleNotes(t *testing.T, newPath func() string) {
 	ctx := context.Background()
 	s := openAt(t, newPath())
 	if err := s.PutSamples(ctx, []Sample{
-		{Task: "t", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"answer_type":"date"},"share_key":"","doc":{"metadata":{"answer_type":"x"}}}`)},
+		{Task: "t", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"answer_type":"x"},"share_key":"","doc":{"notes":{"answer_type":"y"}},"notes":{"answer_type":"date"}}`)},
 		{Task: "t", ID: "b", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":""}`)},
-		{Task: "t", ID: "c", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"other":"1"},"share_key":""}`)},
-		{Task: "u", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":{"answer_type":"span"},"share_key":""}`)},
+		{Task: "t", ID: "c", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":"","notes":{"other":"1"}}`)},
+		{Task: "u", ID: "a", Prompt: "p", Refs: json.RawMessage(`[]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":"","notes":{"answer_type":"span"}}`)},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.SampleMetadata(ctx, "t", "answer_type")
+	got, err := s.SampleNotes(ctx, "t", "answer_type")
 	if err != nil || len(got) != 1 || got["a"] != "date" {
-		t.Errorf("SampleMetadata = %v, %v; want a: date", got, err)
+		t.Errorf("SampleNotes = %v, %v; want a: date", got, err)
 	}
 }

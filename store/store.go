@@ -1284,3 +1284,12 @@ func unpackInts(b []byte) []int {
 	}
 	return out
 }
+
+// CountSamples is the number of samples stored under a task.
+func (s *Store) CountSamples(ctx context.Context, task string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM samples WHERE task=?`, task).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count samples of %s: %w", task, err)
+	}
+	return n, nil
+}

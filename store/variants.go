@@ -605,14 +605,15 @@ func movePacked(ctx context.Context, tx *txn, task, key string, keys []string) e
 
 // AdoptLegacy makes an earlier tally's task, stored by its name as one
 // variant with its prompts (variant.Spec.Legacy), the variant key: when
-// the prompts it stores are the ones given (prompts, by sample id, as the
-// variant key makes them: every id both hold has the same prompt, and
-// they share at least one) and nothing is stored under key yet, its
+// the prompts it stores are the ones given (prompts, called only when
+// there is such a task: by sample id, as the variant key makes them; every
+// id both hold has the same prompt, and they share at least one) and
+// nothing is stored under key yet, its
 // samples, generations and scores move to key, and its record goes. A
 // store upgraded from an earlier tally so keeps one task per variant
 // after its next run, rather than the earlier task beside the run's. It
 // reports whether it moved anything.
-func (s *Store) AdoptLegacy(ctx context.Context, name, key string, prompts map[string]string) (bool, error) {
+func (s *Store) AdoptLegacy(ctx context.Context, name, key string, prompts func() map[string]string) (bool, error) {
 	adopted := false
 	err := s.tx(ctx, func(tx *txn) error {
 		adopted = false
@@ -632,7 +633,7 @@ func (s *Store) AdoptLegacy(ctx context.Context, name, key string, prompts map[s
 			key, key).Scan(&taken); err != nil || taken > 0 {
 			return err
 		}
-		same, err := legacyPromptsMatch(ctx, tx, name, prompts)
+		same, err := legacyPromptsMatch(ctx, tx, name, prompts())
 		if err != nil || !same {
 			return err
 		}

@@ -296,7 +296,7 @@ func testAdoptLegacy(t *testing.T, newPath func() string) {
 		{"the same prompts", map[string]string{"a": "3-shot a", "d": "3-shot d"}, true},
 		{"again", map[string]string{"a": "3-shot a"}, false},
 	} {
-		got, err := s.AdoptLegacy(ctx, "drop", key, tc.prompts)
+		got, err := s.AdoptLegacy(ctx, "drop", key, func() map[string]string { return tc.prompts })
 		if err != nil || got != tc.want {
 			t.Fatalf("%s: adopted %v, %v; want %v", tc.name, got, err, tc.want)
 		}

@@ -138,15 +138,12 @@ func readLoadCache(file, identity, task string) (renderedLoad, bool) {
 }
 
 // writeLoadCache keeps a load in file under identity (best effort: a
-// load that cannot be kept is loaded again next time). Samples whose
-// metadata holds other values than strings (which no row loader sets)
-// are not kept.
+// load that cannot be kept is loaded again next time). Samples with
+// metadata (which no row loader sets) are not kept.
 func writeLoadCache(file, identity string, r renderedLoad) {
 	for _, s := range r.samples {
-		for _, v := range s.Metadata {
-			if _, ok := v.(string); !ok {
-				return
-			}
+		if s.Metadata != nil {
+			return
 		}
 	}
 	atomicfile.Write(file, ".tmp-*", encodeLoad(identity, r))
@@ -158,7 +155,7 @@ const (
 	keptDoc                // a doc follows
 	keptIndex              // an index follows
 	keptRefs               // references follow (none: nil)
-	keptMeta               // metadata follows: its length, then keys and values
+	keptNotes              // notes follow: their number, then keys and values
 )
 
 // encodeLoad is a kept load's file: the magic, the identity, the number
@@ -186,8 +183,8 @@ func encodeLoad(identity string, r renderedLoad) []byte {
 		if s.References != nil {
 			flags |= keptRefs
 		}
-		if s.Metadata != nil {
-			flags |= keptMeta
+		if s.Notes != nil {
+			flags |= keptNotes
 		}
 		b = append(b, flags)
 		str(s.ID)
@@ -205,11 +202,11 @@ func encodeLoad(identity string, r renderedLoad) []byte {
 		if s.Index != nil {
 			b = binary.AppendUvarint(b, uint64(*s.Index))
 		}
-		if s.Metadata != nil {
-			b = binary.AppendUvarint(b, uint64(len(s.Metadata)))
-			for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
+		if s.Notes != nil {
+			b = binary.AppendUvarint(b, uint64(len(s.Notes)))
+			for _, k := range slices.Sorted(maps.Keys(s.Notes)) {
 				str(k)
-				str(s.Metadata[k].(string)) // writeLoadCache keeps strings only
+				str(s.Notes[k])
 			}
 		}
 	}
@@ -296,15 +293,15 @@ func decodeLoad(data []byte, identity, task string) (renderedLoad, error) {
 			indices[i] = uvarint()
 			s.Index = &indices[i]
 		}
-		if flags&keptMeta != 0 {
+		if flags&keptNotes != 0 {
 			m := uvarint()
 			if fail || m > len(body)-at {
 				return renderedLoad{}, errKept
 			}
-			s.Metadata = make(map[string]any, m)
+			s.Notes = make(map[string]string, m)
 			for range m {
 				k := str()
-				s.Metadata[k] = str()
+				s.Notes[k] = str()
 			}
 		}
 		if fail {

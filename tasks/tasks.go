@@ -442,7 +442,7 @@ func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string
 	if err != nil {
 		return renderedLoad{}, fmt.Errorf("task %s: %w", c.Task, err)
 	}
-	rows, refs, meta, skipped := read.Rows, read.Refs, read.Meta, read.Skipped
+	rows, refs, notes, skipped := read.Rows, read.Refs, read.Notes, read.Skipped
 	if len(rows) == 0 {
 		return renderedLoad{}, fmt.Errorf("task %s: %s has no samples", c.Task, path)
 	}
@@ -490,11 +490,8 @@ func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string
 		if !noDocs {
 			s.Doc = docOf(row)
 		}
-		if meta != nil && meta[i] != nil {
-			s.Metadata = make(map[string]any, len(meta[i]))
-			for k, v := range meta[i] {
-				s.Metadata[k] = v
-			}
+		if notes != nil {
+			s.Notes = notes[i]
 		}
 		samples[i] = s
 	}

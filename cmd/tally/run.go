@@ -658,9 +658,12 @@ func (s *session) storeSamples(ctx context.Context, stderr io.Writer) error {
 		if name == j.Task {
 			continue
 		}
-		prompts := make(map[string]string, len(j.Samples))
-		for _, smp := range j.Samples {
-			prompts[smp.ID] = smp.Prompt
+		prompts := func() map[string]string {
+			m := make(map[string]string, len(j.Samples))
+			for _, smp := range j.Samples {
+				m[smp.ID] = smp.Prompt
+			}
+			return m
 		}
 		adopted, err := s.st.AdoptLegacy(ctx, name, j.Task, prompts)
 		if err != nil {
@@ -678,6 +681,18 @@ func (s *session) storeSamples(ctx context.Context, stderr io.Writer) error {
 		put = s.st.AddSamples
 	}
 	for _, j := range s.jobs {
+		if s.flags.noDocs {
+			// Samples stored whole already are kept (a rescore of a
+			// variant a run stored adds nothing: 200,000 samples
+			// converted for no row cost a third of its memory).
+			n, err := s.st.CountSamples(ctx, j.Task)
+			if err != nil {
+				return err
+			}
+			if n >= len(j.Samples) {
+				continue
+			}
+		}
 		out := make([]store.Sample, len(j.Samples))
 		for i, smp := range j.Samples {
 			out[i] = rescore.ToStore(smp)

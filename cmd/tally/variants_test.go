@@ -445,3 +445,22 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestDropAnswerTypes (issue 33): the HTML report's DROP view types the
+// demo's answers as DROP's gold does: its year answers (the gold's date
+// fields) are dates, not numbers.
+func TestDropAnswerTypes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	db := filepath.Join(t.TempDir(), "d.db")
+	runJSON(t, "demo", "--store", db)
+	page := runJSON(t, "report", "--store", db, "--format", "html")
+	row := regexp.MustCompile(`<th>number</th><th>date</th><th>span</th></tr>\s*<tr><td><code>[^<]*</code></td><td class="n">[^<]*<small>\(n=(\d+)\)</small></td><td class="n">[^<]*<small>\(n=(\d+)\)</small></td>`).FindStringSubmatch(page)
+	if row == nil {
+		t.Fatal("no DROP answer-type table in the page")
+	}
+	if row[2] == "0" {
+		t.Errorf("DROP view: number n=%s, date n=%s; want the demo's year answers typed as dates", row[1], row[2])
+	}
+}

@@ -43,7 +43,7 @@ func taskRows(req datasets.Request) (datasets.Rows, error) {
 	if err != nil {
 		return datasets.Rows{}, err
 	}
-	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs)), Meta: make([]map[string]string, len(qs))}
+	out := datasets.Rows{Rows: make([]map[string]any, len(qs)), Refs: make([]json.RawMessage, len(qs)), Notes: make([]map[string]string, len(qs))}
 	for i, q := range qs {
 		va := q.ValidatedAnswers
 		if len(va) == 0 {
@@ -60,24 +60,25 @@ func taskRows(req datasets.Request) (datasets.Rows, error) {
 		out.Rows[i] = map[string]any{"section_id": q.SectionID, "query_id": q.QueryID, "passage": q.Passage,
 			"question": q.Question, "target": target}
 		out.Refs[i], _ = json.Marshal(answers)
-		if out.Meta[i], err = answerMeta(q.Answer); err != nil {
+		if out.Notes[i], err = answerNotes(q.Answer); err != nil {
 			return datasets.Rows{}, fmt.Errorf("%s question %s: %w", req.Path, q.QueryID, err)
 		}
 	}
 	return out, nil
 }
 
-// MetaAnswerType is the sample metadata key of the gold answer's type, as
-// DROP types it (scoredrop.AnswerType: number, span, spans or date).
-const MetaAnswerType = "answer_type"
+// NoteAnswerType is the sample note (datasets.Sample.Notes) of the gold
+// answer's type, as DROP types it (scoredrop.AnswerType: number, span,
+// spans or date), which the HTML report's DROP view shows results by.
+const NoteAnswerType = "answer_type"
 
-// answerMeta is a question's sample metadata: its gold answer's type.
-func answerMeta(answer json.RawMessage) (map[string]string, error) {
+// answerNotes are a question's sample notes: its gold answer's type.
+func answerNotes(answer json.RawMessage) (map[string]string, error) {
 	t, err := scoredrop.AnswerType(answer)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{MetaAnswerType: t}, nil
+	return map[string]string{NoteAnswerType: t}, nil
 }
 
 // isLog reports whether path is an lm-evaluation-harness sample log.
@@ -115,7 +116,7 @@ func logRows(path string) (datasets.Rows, error) {
 		return datasets.Rows{}, err
 	}
 	recs = lmevallog.OnePerDoc(recs)
-	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs)), Meta: make([]map[string]string, len(recs))}
+	out := datasets.Rows{Rows: make([]map[string]any, len(recs)), Refs: make([]json.RawMessage, len(recs)), Notes: make([]map[string]string, len(recs))}
 	for i, r := range recs {
 		var row map[string]any
 		if err := json.Unmarshal(r.Doc, &row); err != nil {
@@ -124,11 +125,7 @@ func logRows(path string) (datasets.Rows, error) {
 		if own, ok := r.Own(); ok && row["answer"] == nil && len(own.References) > 0 {
 			row[datasets.VerbatimPrompt] = r.Prompt
 			out.Rows[i], out.Refs[i] = row, own.References
-			if len(own.Metadata) > 0 {
-				if err := json.Unmarshal(own.Metadata, &out.Meta[i]); err != nil {
-					return datasets.Rows{}, fmt.Errorf("%s line %d: tally's metadata: %w", path, r.Line, err)
-				}
-			}
+			out.Notes[i] = own.Notes
 			continue
 		}
 		answers, err := scoredrop.Answers(r.Doc)
@@ -139,7 +136,7 @@ func logRows(path string) (datasets.Rows, error) {
 			Answer json.RawMessage `json:"answer"`
 		}
 		if json.Unmarshal(r.Doc, &doc) == nil {
-			out.Meta[i], _ = answerMeta(doc.Answer) // Answers read it: it parses
+			out.Notes[i], _ = answerNotes(doc.Answer) // Answers read it: it parses
 		}
 		row[datasets.VerbatimPrompt] = r.Prompt
 		row["target"] = ""

@@ -18,6 +18,8 @@ type Own struct {
 	// Metadata its own metadata.
 	References json.RawMessage `json:"references"`
 	Metadata   json.RawMessage `json:"metadata"`
+	// Notes are the sample's notes (datasets.Sample.Notes).
+	Notes map[string]string `json:"notes"`
 }
 
 // Own returns what tally wrote beside the line, and whether the line is
