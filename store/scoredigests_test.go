@@ -100,8 +100,10 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, `DROP TABLE variants`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`} { // migration 7's
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	setSchemaVersion(t, s, scoreDigestsSchema-1)
 	s.Close()

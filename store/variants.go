@@ -54,12 +54,15 @@ const variantsSchema = 7
 const variantsSchemaPG = 6
 
 // variantsTable is the migration that adds the variants table (either
-// engine: its columns are TEXT).
+// engine: its columns are TEXT), and an index of each model's generations
+// by task (a plan reads some of a task's generations to estimate where
+// its requests stop: store.Continuations).
 const variantsTable = `CREATE TABLE variants (
 		task TEXT PRIMARY KEY,
 		name TEXT NOT NULL,
 		record TEXT NOT NULL
-	);`
+	);
+	CREATE INDEX generations_fp_task ON generations(fingerprint, task);`
 
 // hasVariants reports whether the store's schema has the variants table.
 func (s *Store) hasVariants() bool {

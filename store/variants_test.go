@@ -36,8 +36,10 @@ func makeLegacyStore(t *testing.T, path string, runs []legacyRunDef, selected []
 	t.Helper()
 	ctx := context.Background()
 	s := openAt(t, path)
-	if _, err := s.db.ExecContext(ctx, `DROP TABLE variants`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`} { // migration 7's
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, r := range runs {
 		var id int64
