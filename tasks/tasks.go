@@ -337,8 +337,8 @@ type LoadOptions struct {
 	// SkipBad skips malformed lines, counting them, instead of failing.
 	SkipBad bool
 	// NoDocs leaves each sample's Doc (the data row as reports write it)
-	// out: a caller that writes no report (a plan) saves writing every row
-	// again and holding it.
+	// and Notes out: a caller that writes no report (a plan) saves writing
+	// every row again and holding it.
 	NoDocs bool
 	// CacheDir is where a task whose loader reads only its data file keeps
 	// what it rendered between runs (loadcache.go); "": nowhere.
@@ -490,8 +490,8 @@ func (c *Config) renderRows(l datasets.Loader, req datasets.Request, path string
 		if !noDocs {
 			s.Doc = docOf(row)
 		}
-		if notes != nil {
-			s.Notes = notes[i]
+		if notes != nil && !noDocs {
+			s.Notes = notes[i] // shown beside the data row, kept with it
 		}
 		samples[i] = s
 	}

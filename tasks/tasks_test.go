@@ -318,7 +318,7 @@ func FuzzSetFields(f *testing.F) {
 }
 
 // TestLoadNoDocs: loading without documents gives the same samples, less
-// each one's Doc.
+// each one's Doc and Notes.
 func TestLoadNoDocs(t *testing.T) {
 	c, err := Resolve("demo")
 	if err != nil {
@@ -339,7 +339,10 @@ func TestLoadNoDocs(t *testing.T) {
 		if len(s.Doc) == 0 || bare.Samples[i].Doc != nil {
 			t.Fatalf("sample %d: doc %q, without docs %q", i, s.Doc, bare.Samples[i].Doc)
 		}
-		s.Doc = nil
+		if s.Notes == nil || bare.Samples[i].Notes != nil {
+			t.Fatalf("sample %d: notes %v, without docs %v", i, s.Notes, bare.Samples[i].Notes)
+		}
+		s.Doc, s.Notes = nil, nil
 		if !reflect.DeepEqual(s, bare.Samples[i]) {
 			t.Errorf("sample %d:\n%+v\nwithout docs\n%+v", i, s, bare.Samples[i])
 		}
