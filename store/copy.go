@@ -57,7 +57,10 @@ func (s *Store) Copy(ctx context.Context, dst *Store, fingerprint string) (CopyS
 		if err := s.copyGenerations(ctx, tx, fingerprint, runIDs, &st); err != nil {
 			return err
 		}
-		return s.copyScores(ctx, tx, fingerprint, runIDs, &st)
+		if err := s.copyScores(ctx, tx, fingerprint, runIDs, &st); err != nil {
+			return err
+		}
+		return sealSamples(ctx, tx) // the copied samples, as read
 	})
 	if err != nil {
 		return CopyStats{}, err

@@ -100,7 +100,7 @@ func testScoreDigestsKept(t *testing.T, newPath func() string) {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`} { // migration 7's
+	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`, `ALTER TABLE samples DROP COLUMN seal`} { // migration 7's
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

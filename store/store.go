@@ -440,7 +440,7 @@ func (s *Store) AddSamples(ctx context.Context, samples []Sample) error {
 }
 
 func putSamples(ctx context.Context, tx *txn, samples []Sample) error {
-	return writeSamples(ctx, tx, samples, `DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata`)
+	return writeSamples(ctx, tx, samples, `DO UPDATE SET prompt=excluded.prompt, refs=excluded.refs, metadata=excluded.metadata, seal=excluded.seal`)
 }
 
 // writeSamples inserts samples, doing onConflict with a stored one.
@@ -448,14 +448,16 @@ func writeSamples(ctx context.Context, tx *txn, samples []Sample, onConflict str
 	if len(samples) == 0 {
 		return nil
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) VALUES(?,?,?,?,?)
+	st, err := tx.PrepareContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata,seal) VALUES(?,?,?,?,?,?)
 		ON CONFLICT(task,id) `+onConflict)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for _, x := range samples {
-		if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), nullJSON(x.Refs), nullJSON(x.Metadata)); err != nil {
+		refs, meta := nullJSON(x.Refs), nullJSON(x.Metadata)
+		seal := sampleSeal(x.ID, []byte(refs), x.Prompt, []byte(meta))
+		if _, err := st.ExecContext(ctx, x.Task, x.ID, tx.eng.text(x.Prompt), refs, meta, seal); err != nil {
 			return fmt.Errorf("store sample %s/%s: %w", x.Task, x.ID, err)
 		}
 	}
@@ -467,17 +469,20 @@ func writeSamples(ctx context.Context, tx *txn, samples []Sample, onConflict str
 // rest of it not read (see EachScoringSample).
 func (s *Store) Samples(ctx context.Context, task, cut string) (map[string]Sample, error) {
 	md, args := metadataCut(cut)
-	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,`+md+` FROM samples WHERE task=?`, append(args, task)...)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,prompt,refs,`+md+`,`+s.sealColumn()+` FROM samples WHERE task=?`, append(args, task)...)
 	if err != nil {
 		return nil, fmt.Errorf("read samples of %s: %w", task, err)
 	}
 	defer rows.Close()
 	out := map[string]Sample{}
 	x := Sample{Task: task} // scanned into in place: one allocation, not one a row
-	var refs, meta string
+	var refs, meta, seal string
 	for rows.Next() {
-		if err := rows.Scan(&x.ID, &x.Prompt, &refs, &meta); err != nil {
+		if err := rows.Scan(&x.ID, &x.Prompt, &refs, &meta, &seal); err != nil {
 			return nil, fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		if checkSampleSeal(seal, x.ID, []byte(refs), x.Prompt, true, []byte(meta), cut == "" || meta != cut) != nil {
+			return nil, s.damagedSample(task, x.ID)
 		}
 		x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
 		out[x.ID] = x
@@ -497,16 +502,19 @@ func (s *Store) Samples(ctx context.Context, task, cut string) (map[string]Sampl
 // digest reads. refs and metadata are fn's only until it returns.
 func (s *Store) EachScoringSample(ctx context.Context, task, cut string, fn func(id string, refs, metadata []byte) error) error {
 	md, args := metadataCut(cut)
-	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,`+md+` FROM samples WHERE task=?`, append(args, task)...)
+	rows, err := s.db.QueryContext(ctx, `SELECT id,refs,`+md+`,`+s.sealColumn()+` FROM samples WHERE task=?`, append(args, task)...)
 	if err != nil {
 		return fmt.Errorf("read samples of %s: %w", task, err)
 	}
 	defer rows.Close()
-	var id string
+	var id, seal string
 	var refs, meta sql.RawBytes
 	for rows.Next() {
-		if err := rows.Scan(&id, &refs, &meta); err != nil {
+		if err := rows.Scan(&id, &refs, &meta, &seal); err != nil {
 			return fmt.Errorf("read samples of %s: %w", task, err)
+		}
+		if checkSampleSeal(seal, id, refs, "", false, meta, cut == "" || string(meta) != cut) != nil {
+			return s.damagedSample(task, id)
 		}
 		if err := fn(id, refs, meta); err != nil {
 			return err
@@ -529,14 +537,17 @@ func metadataCut(cut string) (string, []any) {
 
 // Sample returns one stored sample; ok is false when it is not stored.
 func (s *Store) Sample(ctx context.Context, task, id string) (x Sample, ok bool, err error) {
-	var refs, meta string
+	var refs, meta, seal string
 	x = Sample{Task: task, ID: id}
-	err = s.db.QueryRowContext(ctx, `SELECT prompt,refs,metadata FROM samples WHERE task=? AND id=?`, task, id).Scan(&x.Prompt, &refs, &meta)
+	err = s.db.QueryRowContext(ctx, `SELECT prompt,refs,metadata,`+s.sealColumn()+` FROM samples WHERE task=? AND id=?`, task, id).Scan(&x.Prompt, &refs, &meta, &seal)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Sample{}, false, nil
 	}
 	if err != nil {
 		return Sample{}, false, fmt.Errorf("read sample %s/%s: %w", task, id, err)
+	}
+	if checkSampleSeal(seal, id, []byte(refs), x.Prompt, true, []byte(meta), true) != nil {
+		return Sample{}, false, s.damagedSample(task, id)
 	}
 	x.Refs, x.Metadata = json.RawMessage(refs), json.RawMessage(meta)
 	return x, true, nil

@@ -62,7 +62,8 @@ const variantsTable = `CREATE TABLE variants (
 		name TEXT NOT NULL,
 		record TEXT NOT NULL
 	);
-	CREATE INDEX generations_fp_task ON generations(fingerprint, task);`
+	CREATE INDEX generations_fp_task ON generations(fingerprint, task);
+	ALTER TABLE samples ADD COLUMN seal TEXT NOT NULL DEFAULT '';`
 
 // hasVariants reports whether the store's schema has the variants table.
 func (s *Store) hasVariants() bool {
@@ -465,12 +466,24 @@ func (s *Store) Upgraded() *LegacyMixedError { return s.upgraded }
 
 // splitLegacyTasks is migration 7's step: it records a variant for every
 // task of an earlier store, and splits a task that holds several (or
-// marks the prompts a later run replaced as not stored).
-func splitLegacyTasks(ctx context.Context, tx *txn) error {
+// marks the prompts a later run replaced as not stored); and it seals
+// every sample.
+func splitLegacyTasks(ctx context.Context, tx *txn) (err error) {
 	tasks, err := legacyTasks(ctx, tx)
 	if err != nil {
 		return err
 	}
+	// Samples are sealed first (sampleseal.go), so that a variant's
+	// copies of them carry their seals; the prompts cleared below are
+	// sealed again at the end.
+	if err := sealSamples(ctx, tx); err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			err = sealSamples(ctx, tx)
+		}
+	}()
 	for _, t := range tasks {
 		var recs []variant.Record
 		switch {
@@ -502,7 +515,7 @@ func splitLegacyTasks(ctx context.Context, tx *txn) error {
 func clearPrompts(ctx context.Context, tx *txn, task string, ids []string) error {
 	for lo := 0; lo < len(ids); lo += 500 {
 		part := ids[lo:min(lo+500, len(ids))]
-		if _, err := tx.ExecContext(ctx, `UPDATE samples SET prompt=? WHERE task=? AND id IN (`+placeholders(len(part))+`)`,
+		if _, err := tx.ExecContext(ctx, `UPDATE samples SET prompt=?, seal='' WHERE task=? AND id IN (`+placeholders(len(part))+`)`,
 			append([]any{tx.eng.text(""), task}, anys(part)...)...); err != nil {
 			return fmt.Errorf("mark prompts not stored: %w", err)
 		}
@@ -549,7 +562,7 @@ func moveLegacyGroup(ctx context.Context, tx *txn, t *legacyTask, group string) 
 	}
 	for lo := 0; lo < len(ids); lo += 500 {
 		part := ids[lo:min(lo+500, len(ids))]
-		if _, err := tx.ExecContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata) SELECT ?, id, prompt, refs, metadata FROM samples
+		if _, err := tx.ExecContext(ctx, `INSERT INTO samples(task,id,prompt,refs,metadata,seal) SELECT ?, id, prompt, refs, metadata, seal FROM samples
 			WHERE task=? AND id IN (`+placeholders(len(part))+`) ON CONFLICT(task,id) DO NOTHING`,
 			append([]any{rec.Key, t.name}, anys(part)...)...); err != nil {
 			return rec, fmt.Errorf("copy samples: %w", err)

@@ -36,11 +36,6 @@ func makeLegacyStore(t *testing.T, path string, runs []legacyRunDef, selected []
 	t.Helper()
 	ctx := context.Background()
 	s := openAt(t, path)
-	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`} { // migration 7's
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i, r := range runs {
 		var id int64
 		if err := s.db.QueryRowContext(ctx, `INSERT INTO runs(started_at,command,config,version,host,backend,model,fingerprint,status)
@@ -65,6 +60,11 @@ func makeLegacyStore(t *testing.T, path string, runs []legacyRunDef, selected []
 			if err := s.PutGenerations(ctx, []Generation{g}, []Score{sc}); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for _, q := range []string{`DROP TABLE variants`, `DROP INDEX generations_fp_task`, `ALTER TABLE samples DROP COLUMN seal`} { // migration 7's
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
 		}
 	}
 	setSchemaVersion(t, s, variantsSchema-1)
@@ -316,5 +316,67 @@ func testAdoptLegacy(t *testing.T, newPath func() string) {
 	}
 	if recs, _ := s.Variants(ctx); len(recs) != 0 {
 		t.Errorf("records after adoption %v, want the earlier task's gone", recs)
+	}
+}
+
+// TestSampleSealed: a stored sample whose references, prompt or metadata
+// changed under it is named as damage by every read that reads what
+// changed, never handed over; a read that cuts the metadata short still
+// checks the references.
+func TestSampleSealed(t *testing.T) { engines(t, testSampleSealed) }
+
+func testSampleSealed(t *testing.T, newPath func() string) {
+	ctx := context.Background()
+	s := openAt(t, newPath())
+	sample := Sample{Task: "t", ID: "a", Prompt: "Q: 2+2?", Refs: json.RawMessage(`["4"]`), Metadata: json.RawMessage(`{"metadata":null,"share_key":"","doc":{"q":"2+2"}}`)}
+	if err := s.PutSamples(ctx, []Sample{sample}); err != nil {
+		t.Fatal(err)
+	}
+	const cut = `{"metadata":null,`
+	reads := map[string]func() error{
+		"Samples":      func() error { _, err := s.Samples(ctx, "t", ""); return err },
+		"Samples, cut": func() error { _, err := s.Samples(ctx, "t", cut); return err },
+		"Sample":       func() error { _, _, err := s.Sample(ctx, "t", "a"); return err },
+		"EachScoringSample": func() error {
+			return s.EachScoringSample(ctx, "t", "", func(string, []byte, []byte) error { return nil })
+		},
+		"EachScoringSample, cut": func() error {
+			return s.EachScoringSample(ctx, "t", cut, func(string, []byte, []byte) error { return nil })
+		},
+	}
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Fatalf("%s of a sound sample: %v", name, err)
+		}
+	}
+	for _, tc := range []struct {
+		col, from, to string
+		missedBy      []string // reads that do not read what changed
+	}{
+		{"refs", `["4"]`, `["5"]`, nil},
+		{"prompt", `Q: 2+2?`, `Q: 2+3?`, []string{"EachScoringSample", "EachScoringSample, cut"}},
+		{"metadata", `"q":"2+2"`, `"q":"2+3"`, []string{"Samples, cut", "EachScoringSample, cut"}},
+	} {
+		set := func(from, to string) {
+			q := `UPDATE samples SET ` + tc.col + `=replace(` + tc.col + `, ?, ?)`
+			if s.db.eng == postgresEngine && tc.col == "prompt" {
+				q = `UPDATE samples SET prompt=convert_to(replace(convert_from(prompt, 'UTF8'), ?, ?), 'UTF8')`
+			}
+			if _, err := s.db.ExecContext(ctx, q, from, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set(tc.from, tc.to)
+		for name, read := range reads {
+			err := read()
+			var d *DamagedError
+			switch missed := slices.Contains(tc.missedBy, name); {
+			case missed && err != nil:
+				t.Errorf("%s changed: %s, which does not read it, failed: %v", tc.col, name, err)
+			case !missed && (!errors.As(err, &d) || !strings.Contains(err.Error(), s.Path())):
+				t.Errorf("%s changed: %s gave %v, want a DamagedError naming the store", tc.col, name, err)
+			}
+		}
+		set(tc.to, tc.from)
 	}
 }

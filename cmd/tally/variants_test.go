@@ -421,7 +421,7 @@ func makeEarlierStore(t *testing.T, path string) {
 		// An earlier tally's packed rows carry no seal (seal.go: a seal is a
 		// 5-byte head), and its store no mark of having sealed them.
 		`UPDATE packed_scores SET scores = substr(scores, 6)`, `PRAGMA application_id = 0`,
-		`DROP TABLE variants`, `DROP INDEX generations_fp_task`, `PRAGMA user_version = 6`, `PRAGMA wal_checkpoint(TRUNCATE)`,
+		`DROP TABLE variants`, `DROP INDEX generations_fp_task`, `ALTER TABLE samples DROP COLUMN seal`, `PRAGMA user_version = 6`, `PRAGMA wal_checkpoint(TRUNCATE)`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
