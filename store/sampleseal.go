@@ -99,7 +99,7 @@ func sealSamples(ctx context.Context, tx *txn) error {
 	return nil
 }
 
-// sealColumn is the samples' seal as a read selects it: ” on a store an
+// sealColumn is the samples' seal as a read selects it: an empty string on a store an
 // earlier tally wrote and no command has migrated (it has no such column).
 func (s *Store) sealColumn() string {
 	if s.hasVariants() {
