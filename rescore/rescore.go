@@ -297,5 +297,5 @@ func FromStore(s store.Sample) (*datasets.Sample, error) {
 		return nil, fmt.Errorf("sample %s/%s: metadata: %w", s.Task, s.ID, err)
 	}
 	return &datasets.Sample{Task: s.Task, ID: s.ID, Prompt: s.Prompt, References: s.Refs, Metadata: meta.Metadata, ShareKey: meta.ShareKey,
-		Doc: meta.Doc, Target: meta.Target, Index: meta.Index}, nil
+		Doc: meta.Doc, Target: meta.Target, Index: meta.Index, Notes: meta.Notes}, nil
 }
