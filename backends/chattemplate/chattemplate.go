@@ -12,6 +12,18 @@
 // so that a rendering, and the generation key built from it, is
 // reproducible. The renderings are checked byte for byte against Python's
 // jinja2 (../shared/fixtures/chat_templates/expected.jsonl).
+//
+// A chat template comes with the model, from anywhere, and the engine has
+// no bound of its own: a recursive macro overflows the stack (which no Go
+// program survives), range(10**9) exhausts memory, nested loops never
+// end. So tally never compiles or renders one in its own process: a
+// Renderer hands every template to worker processes (the running
+// executable, started again as a worker: see renderer.go), each bounded
+// in memory and stack, each render in time and output (Bounds). A
+// template past a bound fails that render (or its compilation) with an
+// error wrapping ErrBounds, and the next render gets a fresh worker. No
+// template skips the workers, however plain it looks: docs/security.md
+// says why, and what a render costs.
 package chattemplate
 
 import (
@@ -25,8 +37,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ardanlabs/jinja"
-
 	"tally/internal/fsguard"
 )
 
@@ -38,26 +48,26 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// Template is a compiled chat template with its special tokens.
+// Template is a compiled chat template with its special tokens. It is
+// compiled, and rendered, by its Renderer's workers.
 type Template struct {
-	tmpl   *jinja.Template
+	r      *Renderer
+	id     uint64
 	source string
 	// BOS and EOS are the tokenizer config's bos_token and eos_token.
 	BOS, EOS string
-	// Now is strftime_now's clock (default time.Now).
+	// Now is strftime_now's clock (default time.Now), read once per
+	// render: every strftime_now of one rendering shows that time.
 	Now func() time.Time
 }
 
 // ErrNoTemplate is returned when a tokenizer config has no chat template.
 var ErrNoTemplate = errors.New("no chat_template in tokenizer_config.json")
 
-// New compiles a template source with the given special tokens.
+// New compiles a template source with the given special tokens, in the
+// default Renderer (DefaultBounds).
 func New(source, bos, eos string) (*Template, error) {
-	t, err := jinja.Compile(source)
-	if err != nil {
-		return nil, fmt.Errorf("compile chat template: %w", err)
-	}
-	return &Template{tmpl: t, source: source, BOS: bos, EOS: eos}, nil
+	return defaultRenderer().New(source, bos, eos)
 }
 
 // MaxFileSize bounds tokenizer_config.json and chat_template.jinja,
@@ -145,31 +155,15 @@ func tokenText(raw json.RawMessage) string {
 }
 
 // Render renders msgs; addGenerationPrompt opens the assistant's turn.
-// An error the template raises (raise_exception) is returned as is.
+// An error the template raises (raise_exception) is returned as is; a
+// template past its Renderer's bounds fails with an error wrapping
+// ErrBounds.
 func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
-	list := make([]jinja.Value, len(msgs))
-	for i, m := range msgs {
-		d := jinja.NewDict()
-		d.AsDict().Set("role", jinja.NewString(m.Role))
-		d.AsDict().Set("content", jinja.NewString(m.Content))
-		list[i] = d
-	}
 	now := t.Now
 	if now == nil {
 		now = time.Now
 	}
-	out, err := t.tmpl.RenderValues(map[string]jinja.Value{
-		"messages":              jinja.NewList(list),
-		"add_generation_prompt": jinja.NewBool(addGenerationPrompt),
-		"bos_token":             jinja.NewString(t.BOS),
-		"eos_token":             jinja.NewString(t.EOS),
-		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-			if len(args) != 1 || !args[0].IsString() {
-				return jinja.Undefined(), errors.New("strftime_now takes one format string")
-			}
-			return jinja.NewString(strftime(now(), args[0].AsString())), nil
-		}),
-	})
+	out, err := t.r.render(t, msgs, addGenerationPrompt, now())
 	if err != nil {
 		return "", fmt.Errorf("render chat template: %w", err)
 	}

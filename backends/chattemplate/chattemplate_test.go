@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,33 @@ func TestLoadNotRegular(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatalf("%s: still loading after a minute", tc.name)
+		}
+	}
+}
+
+// BenchmarkRender renders a prompt the way a chat run does
+// (Prompter.Render: a system message and the user's), with the llama3 and
+// qwen3 templates of the reference set, for a short prompt and ones of
+// 64 KiB and of 1 MiB.
+func BenchmarkRender(b *testing.B) {
+	shared := sharedtest.Dir(b)
+	for _, tok := range []string{"llama3", "qwen3"} {
+		tmpl, err := Load(filepath.Join(shared, "fixtures", "tokenizers", tok))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tmpl.Now = func() time.Time { return time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC) }
+		for _, size := range []int{200, 64 << 10, 1 << 20} {
+			prompt := strings.Repeat("Question: what is 2 plus 3? ", size/28+1)[:size]
+			p := Prompter{Template: tmpl, System: "Be brief."}
+			b.Run(fmt.Sprintf("%s/%dB", tok, size), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					if _, err := p.Render(prompt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
