@@ -125,6 +125,9 @@ type Model struct {
 		bos, eos int
 	}
 	closed bool
+	// sp is the split step of the pure-Go backend (see split.go); nil on
+	// XLA.
+	sp *splitModel
 	// prefillHook, when set (tests), sees each request's last prompt logits.
 	prefillHook func(index int, logits []float32)
 }
@@ -513,7 +516,7 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	lay.half, note = resolveProducts(mode, lay.half, productsFamily(opts.Device))
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
 		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq(), arithNote: note,
-		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: NumericsVersion}}
+		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: numericsVersion(opts.Device)}}
 	m.device = "go"
 	if isXLA(opts.Device) {
 		m.device = "xla"
@@ -562,6 +565,14 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		m.budget = 1 << 24
 		if m.device != "go" {
 			m.budget = 1 << 28
+		}
+	}
+	if m.useSplit() {
+		if m.sp, err = newSplitModel(m); err != nil {
+			return nil, err
+		}
+		if opts.PrefillBudget <= 0 {
+			m.budget = 0 // no scores are held: chunks are capped by splitMaxTokens
 		}
 	}
 	return m, nil
@@ -650,6 +661,9 @@ func (m *Model) Close() error {
 		for _, g := range m.graphs {
 			g.Finalize()
 		}
+		if m.sp != nil {
+			m.sp.close()
+		}
 		for _, t := range m.weights {
 			if err := t.FinalizeAll(); err != nil {
 				errs = append(errs, err)
@@ -723,6 +737,9 @@ func (m *Model) run(g *graph.Graph, inputs []*tensors.Tensor, caches []*tensors.
 // donated and replaced by the outputs: row b takes positions below keep[b]
 // from row src[b] and zeros from keep[b] on.
 func (m *Model) copyRows(cache []*tensors.Tensor, batch, length int, src, keep []int32) (err error) {
+	if m.useSplit() {
+		return m.copySplitRows(cache, batch, length, src, keep)
+	}
 	g, err := m.graphFor(graphKey{Copy: true, Batch: batch, Cache: length})
 	if err != nil {
 		return err
