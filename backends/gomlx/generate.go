@@ -116,6 +116,9 @@ func cacheLength(n int) int {
 // newCache allocates zeroed K/V caches of batch rows and length tokens,
 // laid out as cacheDims says.
 func (m *Model) newCache(batch, length int) []*tensors.Tensor {
+	if m.useSplit() {
+		return m.newSplitCache(batch, length)
+	}
 	c := m.cfg
 	out := make([]*tensors.Tensor, 2*c.NumLayers)
 	for i := range out {
@@ -147,6 +150,9 @@ type prefillRow struct {
 // budget bounds one call's attention scores (rows × heads × chunk × keys,
 // see prefillBudget).
 func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool, budget int) error {
+	if m.useSplit() {
+		return m.prefillSplit(ctx, cache, batch, length, rows, all, budget)
+	}
 	H := m.cfg.NumHeads
 	V := m.cfg.VocabSize
 	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
@@ -277,6 +283,9 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 // decodeStep feeds one token per cache row at the given positions
 // (valid false rows write nothing) and returns each row's argmax.
 func (m *Model) decodeStep(cache []*tensors.Tensor, batch, length int, tokens, positions []int32, valid []bool) ([]int32, error) {
+	if m.useSplit() {
+		return m.decodeSplit(cache, batch, length, tokens, positions, valid)
+	}
 	maxPos := 0
 	for i, p := range positions {
 		if valid[i] {

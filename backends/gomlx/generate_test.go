@@ -84,26 +84,47 @@ func TestRefill(t *testing.T) {
 		}
 	}
 	st := m.Stats()
-	// One decode graph per (batch, cache length, attended-prefix bucket):
-	// the prefix buckets are keyBuckets(cache length).
-	shapes := map[[2]int]bool{}
-	decodeGraphs := 0
-	for k := range m.graphs {
-		if k.Decode {
-			decodeGraphs++
-			shapes[[2]int{k.Batch, k.Cache}] = true
+	if m.useSplit() {
+		// The split step compiles four graphs per step shape (rows ×
+		// chunk), decode's being one shape: batch × 1.
+		shapes := map[[2]int]bool{}
+		for k := range m.sp.graphs {
+			shapes[[2]int{k.rows, k.chunk}] = true
 		}
-	}
-	if len(shapes) != 1 {
-		t.Errorf("decode graphs for %d (batch, cache) shapes, want 1", len(shapes))
-	}
-	for k := range shapes {
-		if maxBuckets := len(keyBuckets(k[1])); decodeGraphs > maxBuckets {
-			t.Errorf("%d decode graphs, want at most %d", decodeGraphs, maxBuckets)
+		decode := 0
+		for k := range shapes {
+			if k[1] == 1 {
+				decode++
+			}
 		}
-	}
-	if st.Compilations > 12 {
-		t.Errorf("%d compilations for one Generate call", st.Compilations)
+		if decode != 1 {
+			t.Errorf("decode graphs for %d shapes, want 1", decode)
+		}
+		if st.Compilations != 4*len(shapes) {
+			t.Errorf("%d compilations for %d step shapes, want 4 each", st.Compilations, len(shapes))
+		}
+	} else {
+		// One decode graph per (batch, cache length, attended-prefix
+		// bucket): the prefix buckets are keyBuckets(cache length).
+		shapes := map[[2]int]bool{}
+		decodeGraphs := 0
+		for k := range m.graphs {
+			if k.Decode {
+				decodeGraphs++
+				shapes[[2]int{k.Batch, k.Cache}] = true
+			}
+		}
+		if len(shapes) != 1 {
+			t.Errorf("decode graphs for %d (batch, cache) shapes, want 1", len(shapes))
+		}
+		for k := range shapes {
+			if maxBuckets := len(keyBuckets(k[1])); decodeGraphs > maxBuckets {
+				t.Errorf("%d decode graphs, want at most %d", decodeGraphs, maxBuckets)
+			}
+		}
+		if st.Compilations > 12 {
+			t.Errorf("%d compilations for one Generate call", st.Compilations)
+		}
 	}
 	// A second identical call compiles nothing new.
 	collect(t, m, reqs, nil)

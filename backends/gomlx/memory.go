@@ -45,6 +45,10 @@ type MemoryInput struct {
 	// ReserveBytes is kept free for the runtime and fragmentation
 	// (0: 256 MiB plus 5% of FreeBytes).
 	ReserveBytes int64
+	// NoScores is true when attention never holds its scores (the pure-Go
+	// backend's split step computes it block by block): the workspace is
+	// then the activations alone.
+	NoScores bool
 }
 
 // MemoryPlan is how a run uses memory: its batch, cache and prefill chunk,
@@ -93,6 +97,9 @@ func (in MemoryInput) prefillWorkspace(chunk, keys int) int64 {
 	a := int64(in.ActBytes)
 	scores := 3 * int64(in.Heads) * int64(chunk) * int64(keys)
 	kv := 2 * int64(keys) * int64(in.KVHeads) * int64(in.HeadDim)
+	if in.NoScores {
+		scores, kv = 0, 0
+	}
 	hidden := int64(chunk) * int64(4*in.Hidden+(in.Heads+2*in.KVHeads)*in.HeadDim+3*in.Intermediate)
 	return a * (scores + kv + hidden + int64(in.Vocab))
 }
@@ -100,7 +107,10 @@ func (in MemoryInput) prefillWorkspace(chunk, keys int) int64 {
 // decodeWorkspace estimates one decode step's activations for batch rows.
 func (in MemoryInput) decodeWorkspace(batch, keys int) int64 {
 	a := int64(in.ActBytes)
-	per := 3*int64(in.Heads)*int64(keys) + int64(4*in.Hidden+(in.Heads+2*in.KVHeads)*in.HeadDim+3*in.Intermediate+in.Vocab)
+	per := int64(4*in.Hidden + (in.Heads+2*in.KVHeads)*in.HeadDim + 3*in.Intermediate + in.Vocab)
+	if !in.NoScores {
+		per += 3 * int64(in.Heads) * int64(keys)
+	}
 	return a * int64(batch) * per
 }
 
@@ -186,9 +196,13 @@ func (m *Model) memoryInput(free int64, promptTokens, maxNew, requests int) Memo
 	// the head is narrow).
 	heads := int64(c.NumLayers) * int64(c.NumKVHeads)
 	kvWidth := int64(m.lay.inv.keyWidth(c.HeadDim) + m.lay.inv.valueWidth(c.HeadDim))
+	kvPerToken := heads * kvWidth * 4
+	if m.useSplit() {
+		kvPerToken = splitKVBytesPerToken(c)
+	}
 	return MemoryInput{
-		FreeBytes: free, WeightBytes: weights,
-		KVBytesPerToken: heads * kvWidth * 4, ActBytes: 4,
+		FreeBytes: free, WeightBytes: weights, NoScores: m.useSplit(),
+		KVBytesPerToken: kvPerToken, ActBytes: 4,
 		Hidden: c.HiddenSize, Intermediate: c.IntermediateSize, Heads: c.NumHeads, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim,
 		Vocab: c.VocabSize, PromptTokens: promptTokens, MaxNewTokens: maxNew, Requests: requests, MaxBatch: m.maxBatch,
 	}

@@ -179,9 +179,11 @@ func TestModelMemoryPlan(t *testing.T) {
 // (where the plan exists only with DeviceMemory) the default budget (1<<28
 // score elements) prefills a 32k-token prompt of a 32-head model in about
 // 100 calls of 128 to 2,048 tokens (15 graph shapes to compile), the plan
-// for an 80 GB card in 10 (8 shapes). Here the pure-Go default (1<<24)
-// cuts a 4,000-token prompt of llama-tiny into 3 chunks; the plan for
-// 4 GiB takes it in one, with the same tokens and logits, bit for bit.
+// for an 80 GB card in 10 (8 shapes). The pure-Go backend's split step
+// holds no scores, so by default it takes a 4,000-token prompt of
+// llama-tiny in one call (up to splitMaxTokens), as the plan for 4 GiB
+// does; an explicit PrefillBudget of 1<<24 scores cuts it into 3 chunks,
+// with the same tokens and logits, bit for bit.
 func TestDeviceMemorySizesPrefillChunks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 4000))
 	prompt := make([]int, 4000)
@@ -197,8 +199,8 @@ func TestDeviceMemorySizesPrefillChunks(t *testing.T) {
 	}
 	defIDs, defLogits, defStats := run(Options{})
 	planIDs, planLogits, planStats := run(Options{DeviceMemory: 4 << 30})
-	if defStats.PrefillCalls != 3 || planStats.PrefillCalls != 1 {
-		t.Errorf("prefill calls: %d by default (want 3), %d with DeviceMemory (want 1)", defStats.PrefillCalls, planStats.PrefillCalls)
+	if defStats.PrefillCalls != 1 || planStats.PrefillCalls != 1 {
+		t.Errorf("prefill calls: %d by default (want 1), %d with DeviceMemory (want 1)", defStats.PrefillCalls, planStats.PrefillCalls)
 	}
 	if !slices.Equal(defIDs, planIDs) {
 		t.Errorf("greedy ids differ: %v by default, %v with the plan's chunks", defIDs, planIDs)
@@ -209,9 +211,12 @@ func TestDeviceMemorySizesPrefillChunks(t *testing.T) {
 		t.Errorf("last prompt logits: %d differ between the chunkings (by up to %.3g)", n, d)
 	}
 	// An explicit PrefillBudget still wins over the plan.
-	_, _, explicit := run(Options{DeviceMemory: 4 << 30, PrefillBudget: 1 << 24})
+	explicitIDs, explicitLogits, explicit := run(Options{DeviceMemory: 4 << 30, PrefillBudget: 1 << 24})
 	if explicit.PrefillCalls != 3 {
 		t.Errorf("PrefillBudget 1<<24 with DeviceMemory: %d prefill calls, want 3", explicit.PrefillCalls)
+	}
+	if n, d := logitBits(explicitLogits, defLogits); n > 0 || !slices.Equal(explicitIDs, defIDs) {
+		t.Errorf("3 chunks: %d last prompt logits differ from one chunk's (by up to %.3g); ids %v, %v", n, d, explicitIDs, defIDs)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/dtypes/float16"
+	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"golang.org/x/sync/errgroup"
@@ -133,6 +135,9 @@ type Model struct {
 		bos, eos int
 	}
 	closed bool
+	// sp is the split step of the pure-Go backend (see split.go); nil on
+	// XLA.
+	sp *splitModel
 	// prefillHook, when set (tests), sees each request's last prompt logits.
 	prefillHook func(index int, logits []float32)
 }
@@ -457,12 +462,65 @@ func onCores(n, cost int, fn func(lo, hi int)) {
 // (a Llama-3.1-8B checkpoint is 8 billion conversions).
 func toHalf[H any](x []float32, conv func(float32) H) []H {
 	out := make([]H, len(x))
+	toHalfInto(out, x, conv)
+	return out
+}
+
+// toHalfInto is toHalf into dst (len(x) values).
+func toHalfInto[H any](dst []H, x []float32, conv func(float32) H) {
 	onCores(len(x), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			out[i] = conv(x[i])
+			dst[i] = conv(x[i])
 		}
 	})
-	return out
+}
+
+// weightTensor makes the tensor of a weight held in dt with dims from its
+// float32 values x. On a backend that shares buffers with the host (the
+// pure-Go backend) the values are written once, into the buffer the
+// graphs read, so that loading and the first step hold no second copy of
+// them (a tensor made from host data is copied into such a buffer when a
+// graph first reads it, and a half-precision one was converted into a
+// third).
+func weightTensor(backend mlbackends.Backend, dt dtypes.DType, dims []int, x []float32) (*tensors.Tensor, error) {
+	t, err := tensors.FromShapeForBackend(backend, 0, shapes.Make(dt, dims...))
+	if err != nil {
+		return nil, fmt.Errorf("weight tensor %v: %w", dims, err)
+	}
+	switch dt {
+	case dtypes.Float16:
+		err = tensors.MutableFlatData(t, func(f []float16.Float16) { toHalfInto(f, x, float16.FromFloat32) })
+	case dtypes.BFloat16:
+		err = tensors.MutableFlatData(t, func(f []bfloat16.BFloat16) { toHalfInto(f, x, bfloat16.FromFloat32) })
+	default:
+		err = tensors.MutableFlatData(t, func(f []float32) { copy(f, x) })
+	}
+	if err != nil {
+		_ = t.FinalizeAll()
+		return nil, fmt.Errorf("weight tensor %v: %w", dims, err)
+	}
+	return t, nil
+}
+
+// weightGCPercent is the garbage collector's target percentage while a
+// model's weights are held in host memory (the pure-Go backend): see
+// paceCollector.
+const weightGCPercent = 25
+
+// paceCollector lowers the garbage collector's target percentage to
+// weightGCPercent, unless GOGC is set or the target is lower already.
+// The weights are most of the heap, pointer-free and long-lived; at Go's
+// default of 100 the garbage of the steps (graph outputs, activations)
+// grows as large as the weights before a collection (BenchmarkCPUBenchModel
+// at batch 8: peak RSS 1,545 MiB at 100, 1,113 MiB at 25, the same
+// speed: marking pointer-free arrays is cheap).
+func paceCollector() {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	if prev := debug.SetGCPercent(weightGCPercent); prev >= 0 && prev < weightGCPercent {
+		debug.SetGCPercent(prev)
+	}
 }
 
 // withDerived returns host with the weights the model holds beyond the
@@ -522,12 +580,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 	lay.half, note = resolveProducts(mode, lay.half, productsFamily(opts.Device))
 	m = &Model{cfg: cfg, lay: lay, opts: opts, backend: backend, tok: tok,
 		graphs: map[graphKey]*graph.Graph{}, invFreq: cfg.InvFreq(), arithNote: note,
-		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: NumericsVersion}}
+		arith: Arithmetic{Products: productsName(lay.half), Device: deviceKind(backend, opts.Device), Numerics: numericsVersion(opts.Device)}}
 	m.device = "go"
 	if isXLA(opts.Device) {
 		m.device = "xla"
 	}
 	var held []float32 // the last weight as held, for its panels
+	converted := 0     // host bytes converted since the last collection
 	for i, s := range specs {
 		n := 1
 		for _, d := range s.dims {
@@ -548,15 +607,22 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], fd[0], fd[1])
 		}
 		held = x
-		switch s.dtype(lay) {
-		case dtypes.Float16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(toHalf(x, float16.FromFloat32), dims...))
-		case dtypes.BFloat16:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(toHalf(x, bfloat16.FromFloat32), dims...))
-		default:
-			m.weights = append(m.weights, tensors.FromFlatDataAndDimensions(x, dims...))
+		t, err := weightTensor(backend, s.dtype(lay), dims, x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
+		m.weights = append(m.weights, t)
 		host[i] = nil
+		// Collect the host copies and conversions already made (the
+		// collector would let them grow to the size of what is held).
+		if converted += 4 * n; converted > 64<<20 {
+			runtime.GC()
+			converted = 0
+		}
+	}
+	runtime.GC()
+	if m.device == "go" {
+		paceCollector()
 	}
 	m.ctxLen = cfg.MaxPositionEmbeddings
 	if opts.MaxContext > 0 && opts.MaxContext < m.ctxLen {
@@ -571,6 +637,14 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 		m.budget = 1 << 24
 		if m.device != "go" {
 			m.budget = 1 << 28
+		}
+	}
+	if m.useSplit() {
+		if m.sp, err = newSplitModel(m); err != nil {
+			return nil, err
+		}
+		if opts.PrefillBudget <= 0 {
+			m.budget = 0 // no scores are held: chunks are capped by splitMaxTokens
 		}
 	}
 	return m, nil
@@ -659,6 +733,9 @@ func (m *Model) Close() error {
 		for _, g := range m.graphs {
 			g.Finalize()
 		}
+		if m.sp != nil {
+			m.sp.close()
+		}
 		for _, t := range m.weights {
 			if err := t.FinalizeAll(); err != nil {
 				errs = append(errs, err)
@@ -732,6 +809,9 @@ func (m *Model) run(g *graph.Graph, inputs []*tensors.Tensor, caches []*tensors.
 // donated and replaced by the outputs: row b takes positions below keep[b]
 // from row src[b] and zeros from keep[b] on.
 func (m *Model) copyRows(cache []*tensors.Tensor, batch, length int, src, keep []int32) (err error) {
+	if m.useSplit() {
+		return m.copySplitRows(cache, batch, length, src, keep)
+	}
 	g, err := m.graphFor(graphKey{Copy: true, Batch: batch, Cache: length})
 	if err != nil {
 		return err

@@ -23,8 +23,28 @@ import (
 // pure-Go backend's products batch-invariant (see invariance): small
 // weight matrices are multiplied in whole panels of their contraction and
 // the attention reads caches laid out for it, which changes the last bits
-// of the logits (XLA computes as in version 1).
-const NumericsVersion = 2
+// of the logits (XLA computes as in version 1). Version 3 computes the
+// pure-Go backend's attention and MLP activation with tally's own float32
+// kernels between graph calls (the split step: split.go, attend.go):
+// another order of summation in attention, exp and silu in float32. XLA
+// computes as in versions 1 and 2, and its fingerprints keep saying 2
+// (xlaNumerics), so that no GPU generation is made again for a change
+// that did not touch it.
+const NumericsVersion = 3
+
+// xlaNumerics is the numerics version XLA's fingerprints name: the last
+// version that changed what XLA computes (2 named it first; XLA has
+// computed the same since 1).
+const xlaNumerics = 2
+
+// numericsVersion is the numerics version of a model on device (see
+// newDevice): xlaNumerics on XLA, NumericsVersion on the pure-Go backend.
+func numericsVersion(device string) int {
+	if isXLA(device) {
+		return xlaNumerics
+	}
+	return NumericsVersion
+}
 
 // DType is the arithmetic of a native model's matrix products, as --dtype
 // names it (lm-evaluation-harness's dtype, vLLM's --dtype).
@@ -85,8 +105,9 @@ type Arithmetic struct {
 	// kernels sum in different orders, so their logits differ in the last
 	// bits and a near tie can take another greedy token.
 	Device string
-	// Numerics is NumericsVersion of the engine that computed them (0:
-	// an older tally's fingerprint, which named no version).
+	// Numerics is the engine's numerics version on the device that
+	// computed them (numericsVersion; 0: an older tally's fingerprint,
+	// which named no version).
 	Numerics int
 }
 

@@ -315,7 +315,13 @@ func TestPostgresRestart(t *testing.T) {
 			done <- result{o.String(), e.String(), err}
 		}()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Restart once the first generations are stored (the run takes about a
+	// second on a fast engine: a fixed wait can miss it).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if storeCounts(t, dsn)["generations"] > 0 {
+			break
+		}
+	}
 	if n := storeCounts(t, dsn); n["generations"] >= demodata.TaskQuestions {
 		t.Fatalf("the run finished before the restart (store %v): nothing tested", n)
 	} else {
