@@ -457,11 +457,7 @@ func buildStep(backend mlbackends.Backend, c Config, lay layout, invFreq []float
 	case k.Decode:
 		hLast := Reshape(x, R, c.HiddenSize)
 		logits := linear(lay, rmsNorm(hLast, p.finalNorm, c.RMSNormEps), p.lmHead, nil, head, c.VocabSize)
-		// A row whose logits are not all finite (NaN weights, an
-		// overflow) has no greedy token: its id is -1 (nonFinite), from
-		// its own logits alone, so that no row depends on its batch.
-		finite := LogicalAll(IsFinite(logits), -1)
-		outputs = append(outputs, Where(finite, ArgMax(logits, -1, i32), Scalar(g, i32, nonFinite)))
+		outputs = append(outputs, greedyIDs(logits))
 	default:
 		sel := OneHot(last, C, dtypes.Float32)                              // [R,C]
 		hLast := DotGeneral(sel, []int{1}, []int{0}, x, []int{1}, []int{0}) // [R,D]
@@ -516,4 +512,13 @@ func buildCopy(backend mlbackends.Backend, c Config, inv invariance, k graphKey)
 	}
 	g.Compile(outputs...)
 	return g, nil
+}
+
+// greedyIDs returns each row's greedy id of logits [R,V] as int32 [R]. A
+// row whose logits are not all finite (NaN weights, an overflow) has no
+// greedy token: its id is -1 (nonFinite), from its own logits alone, so
+// that no row depends on its batch.
+func greedyIDs(logits *Node) *Node {
+	finite := LogicalAll(IsFinite(logits), -1)
+	return Where(finite, ArgMax(logits, -1, dtypes.Int32), Scalar(logits.Graph(), dtypes.Int32, nonFinite))
 }

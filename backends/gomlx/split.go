@@ -314,7 +314,7 @@ func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k s
 			outputs = []*Node{linear(lay, rmsNorm(x, norm, c.RMSNormEps), head, nil, inOut, c.VocabSize)}
 		case outArgmax:
 			logits := linear(lay, rmsNorm(Reshape(x, R, D), norm, c.RMSNormEps), head, nil, inOut, c.VocabSize)
-			outputs = []*Node{ArgMax(logits, -1, dtypes.Int32)}
+			outputs = []*Node{greedyIDs(logits)}
 		default:
 			last := Parameter(g, "last", shapes.Make(dtypes.Int32, R))
 			sel := OneHot(last, C, dtypes.Float32)                              // [R,C]
