@@ -4,47 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"tally/internal/hostiletest"
 	"tally/internal/sharedtest"
 )
-
-// hostileBytes is what one hostile case may allocate in the test's own
-// process, in all (issue 37: 200 MB).
-const hostileBytes = 200 << 20
 
 // testBounds are tight bounds, so that each hostile case ends in well under
 // 2 s: 256 MiB of memory, 16 MiB of stack, 1 s a render, 16 MiB of text.
 var testBounds = Bounds{Memory: 256 << 20, Stack: 16 << 20, Deadline: time.Second, Output: 16 << 20, Workers: 1}
-
-// bounded runs f, failing the test when it allocates more than limit bytes
-// in this process, and when it has not returned after a minute (the test
-// fails rather than hangs; the figure is no bound of the time a case
-// takes, which the renderer's deadline bounds).
-func bounded(t *testing.T, limit uint64, f func()) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("still running after a minute")
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
-		t.Errorf("allocated %d MB, more than the %d MB a hostile case may", got>>20, limit>>20)
-	}
-}
 
 // TestHostileTemplates (issue 37): a chat template that recurses for
 // ever, exhausts memory, never ends or nests without end fails its
@@ -80,7 +51,7 @@ func TestHostileTemplates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			start := time.Now()
-			bounded(t, hostileBytes, func() {
+			hostiletest.Bounded(t, hostiletest.Bytes, func() {
 				var tmpl *Template
 				if tmpl, err = r.New(tc.src, "", ""); err == nil {
 					_, err = tmpl.Render(msgs, true)

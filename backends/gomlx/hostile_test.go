@@ -8,44 +8,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"tally/backends"
 	"tally/backends/tokenizer"
+	"tally/internal/hostiletest"
 )
-
-// hostileBytes is what one hostile case may allocate in all (issue 37:
-// each case under 200 MB).
-const hostileBytes = 200 << 20
-
-// bounded runs f, failing the test when it allocates more than
-// hostileBytes or has not returned after a minute (a FIFO hung the old
-// code for good: the test fails rather than hangs).
-func bounded(t *testing.T, f func()) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("still running after a minute")
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > hostileBytes {
-		t.Errorf("allocated %d MB, more than the %d MB a hostile case may", got>>20, hostileBytes>>20)
-	}
-}
 
 // demoFolder writes the embedded demo model's files (config.json,
 // model.safetensors, tokenizer.json) to a new folder.
@@ -113,7 +84,7 @@ func TestHostileModelFolder(t *testing.T) {
 			tc.mutate(t, dir)
 			var m *Model
 			var err error
-			bounded(t, func() {
+			hostiletest.Bounded(t, hostiletest.Bytes, func() {
 				m, err = Open(context.Background(), dir, Options{FingerprintCache: "-", FollowSymlinks: tc.follow})
 			})
 			if m != nil {
@@ -138,7 +109,7 @@ func TestHostileModelPath(t *testing.T) {
 	dir := t.TempDir()
 	fifo(t, dir, "model.gguf")
 	var err error
-	bounded(t, func() {
+	hostiletest.Bounded(t, hostiletest.Bytes, func() {
 		_, err = Open(context.Background(), filepath.Join(dir, "model.gguf"), Options{FingerprintCache: "-"})
 	})
 	if err == nil || !strings.Contains(err.Error(), "named pipe (FIFO): refused") {
@@ -291,7 +262,7 @@ func TestGGUFLayout(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.gguf")
 			rawGGUF(t, path, tc.kv, tc.ts, tc.align, tc.dataLen)
 			var err error
-			bounded(t, func() { _, _, err = ReadGGUF(path) })
+			hostiletest.Bounded(t, hostiletest.Bytes, func() { _, _, err = ReadGGUF(path) })
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("ReadGGUF: %v, want an error holding %q", err, tc.err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tally/datasets/jsonl"
+	"tally/internal/hostiletest"
 )
 
 // TestDataLineBound (issue 23, finding 5): a JSON Lines data file with a
@@ -54,7 +55,7 @@ func TestDataRowBound(t *testing.T) {
 	} {
 		var rows []*Map
 		var err error
-		bounded(t, hostileBytes, func() { rows, _, err = readRows(tc.path, false) })
+		hostiletest.Bounded(t, hostiletest.Bytes, func() { rows, _, err = readRows(tc.path, false) })
 		if tc.err == "" {
 			if err != nil || len(rows) != 2 {
 				t.Errorf("%s: %d rows, %v", filepath.Base(tc.path), len(rows), err)

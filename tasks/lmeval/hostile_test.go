@@ -7,44 +7,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"tally/datasets"
+	"tally/internal/hostiletest"
 	"tally/internal/pyre"
 )
-
-// hostileBytes is what one hostile case may allocate in all (issue 37:
-// each case under 200 MB).
-const hostileBytes = 200 << 20
-
-// bounded runs f, failing the test when it allocates more than limit
-// bytes in all, and when it has not returned after a minute (a hang on
-// the old code: the test fails rather than hangs; the figure is no
-// bound of the time a case takes, which its steps bound).
-func bounded(t *testing.T, limit uint64, f func()) {
-	t.Helper()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("still running after a minute")
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
-		t.Errorf("allocated %d MB, more than the %d MB a hostile case may", got>>20, limit>>20)
-	}
-}
 
 // aliasBomb is a YAML mapping value of levels of anchors, each a list of
 // ten aliases of the one before ("billion laughs"), under key.
@@ -108,7 +78,7 @@ func TestHostileIncludes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeTask(t, dir, "t.yaml", tc.body)
 			var err error
-			bounded(t, hostileBytes, func() { _, err = Load(p, nil) })
+			hostiletest.Bounded(t, hostiletest.Bytes, func() { _, err = Load(p, nil) })
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("Load: %v, want an error holding %q", err, tc.err)
 			}
@@ -142,7 +112,7 @@ func TestIncludeDAG(t *testing.T) {
 	l := &taskLoad{done: map[string]*Map{}, open: map[string]bool{}}
 	var raw *Map
 	var err error
-	bounded(t, hostileBytes, func() { raw, err = l.file(filepath.Join(dir, "f0.yaml"), false) })
+	hostiletest.Bounded(t, hostiletest.Bytes, func() { raw, err = l.file(filepath.Join(dir, "f0.yaml"), false) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +143,7 @@ func TestSurveyHostile(t *testing.T) {
 	}
 	var sv *Survey
 	var err error
-	bounded(t, hostileBytes, func() { sv, err = SurveyDir(dir) })
+	hostiletest.Bounded(t, hostiletest.Bytes, func() { sv, err = SurveyDir(dir) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +165,7 @@ func TestReadTaskFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	bounded(t, hostileBytes, func() { _, err = ReadTaskFile(filepath.Join(dir, "fifo.yaml")) })
+	hostiletest.Bounded(t, hostiletest.Bytes, func() { _, err = ReadTaskFile(filepath.Join(dir, "fifo.yaml")) })
 	if err == nil || !strings.Contains(err.Error(), "named pipe") {
 		t.Errorf("ReadTaskFile(FIFO): %v", err)
 	}
@@ -254,7 +224,7 @@ func TestJinjaHostile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out string
 			var err error
-			bounded(t, hostileBytes, func() {
+			hostiletest.Bounded(t, hostiletest.Bytes, func() {
 				var tm *template
 				if tm, err = compileTemplate(tc.src); err == nil {
 					out, err = tm.render(doc)
@@ -302,7 +272,7 @@ func TestFilterBudget(t *testing.T) {
 			}
 			s := datasets.Sample{Task: "t", ID: "0", References: json.RawMessage(`"42"`)}
 			var got map[string]float64
-			bounded(t, hostileBytes, func() { got, err = task.Scorer()(tc.pred, s) })
+			hostiletest.Bounded(t, hostiletest.Bytes, func() { got, err = task.Scorer()(tc.pred, s) })
 			if tc.err == "" {
 				if err != nil || !maps.Equal(got, tc.want) {
 					t.Fatalf("scores %v, %v; want %v", got, err, tc.want)
