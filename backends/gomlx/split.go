@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	mlbackends "github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -93,6 +94,7 @@ type splitModel struct {
 	postArgs       [][]any // layer l's post
 	preArgs        [][]any // layer l's down, layer l+1's in
 	lastArgs       []any
+	compiling      time.Duration // spent compiling graphs so far
 	scale          float32
 	cos, ssin      []float32 // the current step's RoPE tables
 }
@@ -335,10 +337,12 @@ func (m *Model) splitGraph(k splitKey) (*Graph, error) {
 	if g, ok := s.graphs[k]; ok {
 		return g, nil
 	}
+	t0 := time.Now()
 	g, err := s.build(m.backend, m.cfg, m.lay, k)
 	if err != nil {
 		return nil, err
 	}
+	s.compiling += time.Since(t0)
 	s.graphs[k] = g
 	m.stats.Compilations++
 	return g, nil
@@ -538,11 +542,12 @@ func (m *Model) prefillSplit(ctx context.Context, cache []*tensors.Tensor, batch
 		if all {
 			out = outAll
 		}
-		res, err := m.splitStep(cache, batch, length, srows, tokens, C, out, last)
+		res, secs, err := m.timedSplitStep(cache, batch, length, srows, tokens, C, out, last)
 		if err != nil {
 			return err
 		}
 		m.stats.PrefillCalls++
+		m.stats.PrefillSeconds += secs
 		logits, err := tensors.CopyFlatData[float32](res)
 		_ = res.FinalizeAll()
 		if err != nil {
@@ -567,6 +572,16 @@ func (m *Model) prefillSplit(ctx context.Context, cache []*tensors.Tensor, batch
 	}
 }
 
+// timedSplitStep is splitStep, also returning the seconds it took less
+// those spent compiling its graphs (Stats times prefill and decode apart
+// from compilation, as the one-graph step does: plan's estimates read
+// them).
+func (m *Model) timedSplitStep(cache []*tensors.Tensor, batch, length int, rows []stepRow, tokens []int32, C int, out splitOut, last []int32) (*tensors.Tensor, float64, error) {
+	t0, c0 := time.Now(), m.sp.compiling
+	res, err := m.splitStep(cache, batch, length, rows, tokens, C, out, last)
+	return res, (time.Since(t0) - (m.sp.compiling - c0)).Seconds(), err
+}
+
 // decodeSplit is decodeStep on the split step.
 func (m *Model) decodeSplit(cache []*tensors.Tensor, batch, length int, tokens, positions []int32, valid []bool) ([]int32, error) {
 	rows := make([]stepRow, batch)
@@ -576,11 +591,12 @@ func (m *Model) decodeSplit(cache []*tensors.Tensor, batch, length int, tokens, 
 			rows[i].n = 1
 		}
 	}
-	res, err := m.splitStep(cache, batch, length, rows, tokens, 1, outArgmax, nil)
+	res, secs, err := m.timedSplitStep(cache, batch, length, rows, tokens, 1, outArgmax, nil)
 	if err != nil {
 		return nil, err
 	}
 	m.stats.DecodeSteps++
+	m.stats.DecodeSeconds += secs
 	ids, err := tensors.CopyFlatData[int32](res)
 	_ = res.FinalizeAll()
 	if err != nil {
