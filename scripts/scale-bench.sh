@@ -7,7 +7,8 @@
 #   scripts/scale-bench.sh [BASE [WORKDIR]]     (BASE: a commit, default main)
 #
 # (a) exports BASE into WORKDIR/base and adds the working tree's
-#     cmd/tally/scale_bench_test.go to it;
+#     cmd/tally/scale_bench_test.go to it (and, to a BASE without variants,
+#     a scaleVariant that stores tasks by name);
 # (b) builds the store once with BASE (BenchmarkScaleStore; a few minutes)
 #     and gives each side its own copy of it (the working tree's copy
 #     migrated to its schema first, by a rescore that writes nothing);
@@ -32,6 +33,17 @@ if [ ! -e "$WORK/base/go.mod" ]; then
 	git -C "$ROOT" archive "$BASE" | tar -x -C "$WORK/base"
 fi
 cp "$ROOT/cmd/tally/scale_bench_test.go" "$WORK/base/cmd/tally/"
+if [ ! -e "$WORK/base/cmd/tally/scale_variant_test.go" ]; then
+	# BASE predates variants: its tasks are stored by name (see
+	# scaleVariant in cmd/tally/scale_variant_test.go).
+	cat >"$WORK/base/cmd/tally/scale_variant_test.go" <<'GO'
+package main
+
+import "testing"
+
+func scaleVariant[S, C, L any](b *testing.B, st S, cfg C, loaded L, spec, name string) string { return name }
+GO
+fi
 if [ ! -e "$WORK/store/scale.db" ]; then
 	log "building the store with $BASE in $WORK/store"
 	(cd "$WORK/base" && TALLY_BENCH_SCALE="$WORK/store" go test ./cmd/tally/ -run '^$' -bench '^BenchmarkScaleStore$' -benchtime 1x -timeout 60m >/dev/null)

@@ -81,7 +81,8 @@ func scaleStore(b *testing.B) (db, taskList string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		j := &generate.Job{Task: cfg.Task, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
+		name := scaleVariant(b, st, cfg, loaded, spec, cfg.Task)
+		j := &generate.Job{Task: name, Samples: loaded.Samples, Settings: cfg.Settings(), MaxTokens: cfg.MaxTokens, Score: cfg.Scorer(), Spec: cfg.ScoringSpec()}
 		var samples []store.Sample
 		for _, s := range loaded.Samples {
 			samples = append(samples, rescore.ToStore(s))
@@ -116,10 +117,11 @@ func scaleStore(b *testing.B) (db, taskList string) {
 	}
 	counts, _ := st.Counts(ctx)
 	st.Close()
-	// The store is written as an earlier tally stored tasks (by name; the
-	// builder is also the one scripts/scale-bench.sh gives its BASE): a
-	// rescore with this tree's binary leaves it as this tally's first
-	// writing command does (its tasks their variants').
+	// The builder is also the one scripts/scale-bench.sh gives its BASE;
+	// a BASE that predates variants writes the store as an earlier tally
+	// stored tasks (by name: see scaleVariant), and a rescore with this
+	// tree's binary leaves it as this tally's first writing command does
+	// (its tasks their variants').
 	if out, err := exec.Command(built, "rescore", "--model", "demo", "--tasks", taskList, "--store", db+".tmp").CombinedOutput(); err != nil {
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != ExitFailed {
 			b.Fatalf("rescore the scale store: %v\n%s", err, out)
