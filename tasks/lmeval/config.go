@@ -106,6 +106,10 @@ type metricConfig struct {
 	// (a ported function's), is that value: a sample giving it is left
 	// out of the metric's scores.
 	skip *float64
+	// py is a metric function the Python bridge runs, with the entry's
+	// other keys as its keyword arguments.
+	py       *pyHook
+	pyKwargs *Map
 }
 
 // config is a task file read and checked.
@@ -159,7 +163,7 @@ func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) 
 // hookFields are the fields whose !function tally runs where it has a
 // port: every other !function is refused.
 var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true,
-	"process_results": true, "custom_dataset": true, "metric_list": true}
+	"process_results": true, "custom_dataset": true, "metric_list": true, "filter_list": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -597,7 +601,22 @@ func (c *config) readMetrics() error {
 	if c.processResults != nil {
 		return c.readResultMetrics(v)
 	}
-	if f := findFunction(v); f != "" {
+	if list, isList := v.([]any); isList {
+		for i, e := range list {
+			m, isMap := e.(*Map)
+			if !isMap {
+				continue
+			}
+			for _, k := range m.Keys {
+				if _, isFn := m.Vals[k].(Function); isFn && k == "metric" {
+					continue
+				}
+				if f := findFunction(m.Vals[k]); f != "" {
+					return c.refuse(fmt.Sprintf("metric_list[%d].%s", i, k), "!function", "!function %s is Python code, which tally does not run here", f)
+				}
+			}
+		}
+	} else if f := findFunction(v); f != "" {
 		return c.refuse("metric_list", "!function", "!function %s is Python code, which tally does not run", f)
 	}
 	if !ok || v == nil {
@@ -615,6 +634,18 @@ func (c *config) readMetrics() error {
 		field := fmt.Sprintf("metric_list[%d]", i)
 		if !isMap {
 			return c.refuse(field, "bad value", "%s is not a mapping", pyStr(e))
+		}
+		if f, isFn := mustGet(m, "metric").(Function); isFn {
+			mc, err := c.pyMetric(m, field, f)
+			if err != nil {
+				return err
+			}
+			if seen[mc.name] {
+				return c.refuse(field, "bad value", "metric %s listed twice", mc.name)
+			}
+			seen[mc.name] = true
+			c.metrics = append(c.metrics, mc)
+			continue
 		}
 		name, _ := mustGet(m, "metric").(string)
 		if name == "" {

@@ -688,6 +688,9 @@ func (t *Task) ScoringSpec() string {
 		IgnoreCase  bool     `json:"ignore_case,omitempty"`
 		IgnorePunct bool     `json:"ignore_punctuation,omitempty"`
 		Ignore      []string `json:"regexes_to_ignore,omitempty"`
+		// a Python filter's: its folder's Python and its options
+		Module string `json:"module,omitempty"`
+		Kwargs *Map   `json:"kwargs,omitempty"`
 	}
 	type pipe struct {
 		Name  string `json:"name"`
@@ -714,6 +717,9 @@ func (t *Task) ScoringSpec() string {
 			}
 			if s.re != nil {
 				st.Pattern, st.Fallback = s.re.String(), s.fallback
+			}
+			if s.py != nil {
+				st.Module, st.Kwargs = s.py.digest, s.pyKwargs
 			}
 			p.Steps = append(p.Steps, st)
 		}
@@ -777,6 +783,20 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 				continue
 			}
 			for _, m := range t.c.metrics {
+				if m.py != nil {
+					vals, err := m.pyScore(res, gold, multipleTarget)
+					if err != nil {
+						return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+					}
+					for _, k := range vals.Keys {
+						x, ok := number(vals.Vals[k])
+						if !ok {
+							return nil, fmt.Errorf("metric %s: %s is %s, not a number", m.py.fn.Name, k, pyStr(vals.Vals[k]))
+						}
+						out[k+","+f.name] = x
+					}
+					continue
+				}
 				if m.corpus != nil {
 					st, err := m.corpusStats(res, gold, multipleTarget)
 					if err != nil {

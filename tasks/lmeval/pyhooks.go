@@ -1,0 +1,294 @@
+package lmeval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tally/internal/fsguard"
+)
+
+// This file makes hooks of the Python bridge (pybridge.go): a !function
+// tally has no Go port of, run by the user's interpreter where the user
+// opted in (UsePython), called as lm-eval calls it (lm_eval/api/task.py
+// ConfigurableTask at the commit tally follows: doc_to_text(doc),
+// doc_to_target(doc), process_docs(dataset), process_results(doc,
+// [filtered response]); a filter class instantiated with its step's
+// options and applied to the responses and documents; a metric function
+// called with references=[gold], predictions=[result] and the entry's
+// options).
+
+// optInHint is what a refusal of Python code says about the bridge.
+const optInHint = "; --python python3 (or " + EnvPython + "=python3) runs it in Python, which runs the task folder's code"
+
+// bridgedHook is the bridge's hook for a !function with no Go port, or the
+// refusal (why wraps errNoPort) when the user has not opted in or the
+// bridge cannot run that kind of function.
+func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHook, error) {
+	b, static := activeBridge()
+	if b == nil && !static {
+		return nil, fmt.Errorf("%w%s", why, optInHint)
+	}
+	if kind == hookDataset || kind == hookAggregation {
+		return nil, fmt.Errorf("%w; the Python bridge does not run %s (tally reads --data, and aggregates by mean)", why, kind)
+	}
+	digest, err := modulesDigest(path)
+	if err != nil {
+		return nil, fmt.Errorf("!function %s: %w", f.Name, err)
+	}
+	h := &pyHook{fn: f, path: path, digest: digest, bridged: true, name: name}
+	if static {
+		// The survey: counted as the bridge would load it, no Python run.
+		h.doc = func(*Map) (any, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
+		h.docs = func([]*Map) ([]*Map, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
+		h.results = func(*Map, []any) (*Map, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
+		return h, nil
+	}
+	d, err := b.describe(path, name)
+	if err != nil {
+		return nil, fmt.Errorf("!function %s: %w", f.Name, err)
+	}
+	h.bridge, h.handle, h.repr, h.class = b, d.Handle, d.Repr, d.Kind == "class"
+	if d.Name != "" {
+		h.name = d.Name
+	}
+	if d.Source != nil {
+		h.source = *d.Source
+	}
+	what := func(op string) string { return fmt.Sprintf("%s %s (Python)", op, f.Name) }
+	h.doc = func(doc *Map) (any, error) {
+		v, err := b.call(what("doc"), map[string]any{"op": "doc", "handle": h.handle, "doc": doc})
+		return v, workerError(err)
+	}
+	h.docs = func(docs []*Map) ([]*Map, error) {
+		v, err := b.call(what("process_docs"), map[string]any{"op": "docs", "handle": h.handle, "docs": docs})
+		if err != nil {
+			return nil, workerError(err)
+		}
+		list, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("process_docs %s gave %s, not documents", f.Name, pyStr(v))
+		}
+		out := make([]*Map, len(list))
+		for i, e := range list {
+			if out[i], ok = e.(*Map); !ok {
+				return nil, fmt.Errorf("process_docs %s: document %d is %s, not a mapping", f.Name, i, pyStr(e))
+			}
+		}
+		return out, nil
+	}
+	h.results = func(doc *Map, results []any) (*Map, error) {
+		v, err := b.call(what("process_results"), map[string]any{"op": "results", "handle": h.handle, "doc": doc, "results": results})
+		if err != nil {
+			return nil, workerError(err)
+		}
+		m, ok := v.(*Map)
+		if !ok {
+			return nil, fmt.Errorf("process_results %s gave %s, not a dict", f.Name, pyStr(v))
+		}
+		return m, nil
+	}
+	return h, nil
+}
+
+// describe imports a module in the worker and describes its callable.
+func (b *pyBridge) describe(path, name string) (*pyCallable, error) {
+	b.mu.Lock()
+	d := b.described[[2]string{path, name}]
+	b.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	v, err := b.call("import "+filepath.Base(path)+" for "+name, map[string]any{"op": "describe", "module": path, "name": name})
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(*Map)
+	if !ok {
+		return nil, fmt.Errorf("%w: describe %s: an answer that is not an object", ErrPythonWorker, name)
+	}
+	d = &pyCallable{}
+	if n, ok := m.Vals["handle"].(int64); ok {
+		d.Handle = int(n)
+	}
+	d.Repr, _ = m.Vals["repr"].(string)
+	if s, ok := m.Vals["source"].(string); ok {
+		d.Source = &s
+	}
+	d.Kind, _ = m.Vals["kind"].(string)
+	d.Name, _ = m.Vals["name"].(string)
+	b.mu.Lock()
+	b.described[[2]string{path, name}] = d
+	b.mu.Unlock()
+	return d, nil
+}
+
+// modulesDigest is the identity of the Python a bridged hook runs: the
+// SHA-256 of each .py file in the module's folder (the module and the
+// siblings it may import), by name. A changed file there is another
+// digest, so another variant and stale scores.
+func modulesDigest(path string) (string, error) {
+	dir := filepath.Dir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("digest the Python of %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".py") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		data, err := fsguard.ReadFile("", filepath.Join(dir, n), true, maxModuleFile)
+		if err != nil {
+			return "", fmt.Errorf("digest the Python of %s: %w", dir, err)
+		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(h, "%s %x\n", n, sum)
+	}
+	return "py:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// PythonModules are the folders (by name) whose Python the task runs through the
+// bridge, each with modulesDigest's identity (empty when it runs none):
+// they enter the task's variant, so that a changed utils.py is another
+// variant.
+func (t *Task) PythonModules() map[string]string {
+	out := map[string]string{}
+	for _, h := range t.c.hooks {
+		if h.bridged {
+			out["python:"+filepath.Base(filepath.Dir(h.path))] = h.digest
+		}
+	}
+	for _, p := range t.c.filters {
+		for _, st := range p.steps {
+			if st.py != nil {
+				out["python:"+filepath.Base(filepath.Dir(st.py.path))] = st.py.digest
+			}
+		}
+	}
+	for _, m := range t.c.metrics {
+		if m.py != nil {
+			out["python:"+filepath.Base(filepath.Dir(m.py.path))] = m.py.digest
+		}
+	}
+	return out
+}
+
+// pyMetric reads a metric_list entry whose metric is a !function (no
+// process_results): the bridge calls it on each filtered response as
+// lm-eval's ConfigurableTask.process_results calls a metric function for
+// generate_until, with the entry's keys other than metric, aggregation,
+// higher_is_better and hf_evaluate as keyword arguments. Its name is the
+// function's __name__; its aggregation must be mean (an aggregation
+// function runs only as a Go port), and higher_is_better given (lm-eval
+// looks a missing one up in its registry, under the function's name).
+func (c *config) pyMetric(m *Map, field string, f Function) (*metricConfig, error) {
+	h, err := c.hook(field+".metric", f, hookMetric)
+	if err != nil {
+		return nil, err
+	}
+	mc := &metricConfig{name: h.name, aggregation: "mean", py: h, pyKwargs: NewMap(),
+		options: map[string]any{"function": f.Name, "module": h.digest}}
+	for _, k := range []string{"aggregation", "higher_is_better"} {
+		if _, ok := m.Get(k); !ok {
+			return nil, c.refuse(field+"."+k, "bad value", "missing for metric function %s (lm-eval looks it up in its registry of metrics)", f.Name)
+		}
+	}
+	for _, k := range m.Keys {
+		val := m.Vals[k]
+		switch k {
+		case "metric", "hf_evaluate":
+		case "aggregation":
+			if val != "mean" {
+				return nil, c.refuse(field+".aggregation", "aggregation "+pyStr(val), "%s is not supported for a metric function (mean is)", pyStr(val))
+			}
+		case "higher_is_better":
+			b, isBool := val.(bool)
+			if !isBool {
+				return nil, c.refuse(field+".higher_is_better", "bad value", "%s is not a bool", pyStr(val))
+			}
+			mc.higherIsBetter = b
+		default:
+			mc.pyKwargs.Set(k, val)
+		}
+	}
+	mc.options["kwargs"] = mc.pyKwargs
+	return mc, nil
+}
+
+// pyScore is a metric function's values for a filtered response, by the
+// names it gives (its __name__, or the keys of the dict it returns).
+func (m *metricConfig) pyScore(res, gold any, multi bool) (*Map, error) {
+	h := m.py
+	if h.bridge == nil {
+		return nil, fmt.Errorf("metric %s: not run in a survey", h.fn.Name)
+	}
+	v, err := h.bridge.call(fmt.Sprintf("metric %s (Python)", h.fn.Name), map[string]any{"op": "metric", "handle": h.handle,
+		"kwargs": m.pyKwargs, "gold": gold, "result": res, "multiple": multi})
+	if err != nil {
+		return nil, workerError(err)
+	}
+	out, ok := v.(*Map)
+	if !ok {
+		return nil, fmt.Errorf("metric %s gave %s", h.fn.Name, pyStr(v))
+	}
+	return out, nil
+}
+
+// pyFilterStep reads a filter step that Python runs: "function: !function
+// MOD.Class" (lm-eval instantiates the class with the step's other keys
+// and calls its apply(resps, docs)), or "function: custom" with
+// "filter_fn: !function MOD.fn" (lm-eval's CustomFilter calls
+// fn(resps, docs)).
+func (c *config) pyFilterStep(m *Map, field string, f Function, custom bool) (filterStep, error) {
+	key := "function"
+	if custom {
+		key = "filter_fn"
+	}
+	h, err := c.hook(field+"."+key, f, hookFilter)
+	if err != nil {
+		return filterStep{}, err
+	}
+	st := filterStep{function: "!function " + f.Name, py: h, pyKwargs: NewMap(), pyCustom: custom}
+	for _, k := range m.Keys {
+		if k != "function" && k != "filter_fn" {
+			st.pyKwargs.Set(k, m.Vals[k])
+		}
+	}
+	return st, nil
+}
+
+// pyApply runs a Python filter step on one document's responses: lm-eval
+// applies a filter to every document's list at once; tally gives it one
+// document's, which is the same for a filter that treats documents one
+// by one (every filter of lm-eval's task folders at the commit followed).
+func (st filterStep) pyApply(list []any, doc *Map) (any, error) {
+	h := st.py
+	if h.bridge == nil {
+		return nil, fmt.Errorf("filter %s: not run in a survey", h.fn.Name)
+	}
+	var docs []any
+	if doc != nil {
+		docs = []any{doc}
+	} else {
+		docs = []any{nil}
+	}
+	v, err := h.bridge.call(fmt.Sprintf("filter %s (Python)", h.fn.Name), map[string]any{"op": "filter", "handle": h.handle,
+		"kwargs": st.pyKwargs, "custom": st.pyCustom, "resps": []any{list}, "docs": docs})
+	if err != nil {
+		return nil, workerError(err)
+	}
+	out, ok := v.([]any)
+	if !ok || len(out) != 1 {
+		return nil, fmt.Errorf("filter %s gave %s, not one result for the one document", h.fn.Name, pyStr(v))
+	}
+	return out[0], nil
+}
