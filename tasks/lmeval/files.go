@@ -185,6 +185,12 @@ func (t *Task) ToDict(runtime *Map, configSource string) *Map {
 				out.Set(k, ml)
 				continue
 			}
+			if k == "filter_list" {
+				// A filter's callable (a bridged class or filter_fn) is
+				// nested: json.dumps' default writes str() of it.
+				out.Set(k, t.nestedHooks(v))
+				continue
+			}
 			out.Set(k, cloneValue(v))
 		} else if d, ok := defaults[k]; ok {
 			out.Set(k, d)
@@ -238,6 +244,28 @@ func (t *Task) hookText(f Function, top bool) string {
 		return h.serialized()
 	}
 	return h.repr
+}
+
+// nestedHooks copies v with each !function in it as str() of its
+// callable.
+func (t *Task) nestedHooks(v any) any {
+	switch x := v.(type) {
+	case Function:
+		return t.hookText(x, false)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = t.nestedHooks(e)
+		}
+		return out
+	case *Map:
+		out := NewMap()
+		for _, k := range x.Keys {
+			out.Set(k, t.nestedHooks(x.Vals[k]))
+		}
+		return out
+	}
+	return cloneValue(v)
 }
 
 // TaskConfigFields are TaskConfig's fields in the dataclass's order, as

@@ -33,8 +33,11 @@ func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHo
 	if b == nil && !static {
 		return nil, fmt.Errorf("%w%s", why, optInHint)
 	}
-	if kind == hookDataset || kind == hookAggregation {
-		return nil, fmt.Errorf("%w; the Python bridge does not run %s (tally reads --data, and aggregates by mean)", why, kind)
+	switch kind {
+	case hookDataset:
+		return nil, fmt.Errorf("%w; the Python bridge does not run a custom_dataset function (tally reads the documents from --data)", why)
+	case hookAggregation:
+		return nil, fmt.Errorf("%w; the Python bridge does not run an aggregation function (tally's store keeps each sample's numbers, not the items it aggregates)", why)
 	}
 	digest, err := modulesDigest(path)
 	if err != nil {
