@@ -1075,8 +1075,22 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 			return line
 		}
 	}
+	var pyVals *lmeval.Map
+	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
+		// A metric function's values (the Python bridge), ints and floats
+		// as it gives them.
+		var md map[string]any
+		_ = json.Unmarshal(sd.Metadata, &md)
+		multi, _ := md[lmeval.MetaMultipleTarget].(bool)
+		pyVals, _ = td.Info.LMEval.PythonMetricValues(g.part, sc.Prediction, sd.Doc, sd.Refs, multi)
+	}
 	for _, m := range g.metrics {
 		lm, _ := splitKey(m)
+		if v, ok := pyVals.Get(lm); ok {
+			line.Metrics = append(line.Metrics, lm)
+			line.MetricValues[lm] = v
+			continue
+		}
 		if _, corpus := scoring.CorpusName(m); corpus {
 			// lm-eval's per-sample value of bleu, chrf and ter: the pair
 			// its aggregation scores, [gold, result].

@@ -105,6 +105,7 @@ var refCases = []refCase{
 	{"mlqa_zh_zh", "mlqa/mlqa_zh_zh.yaml", nil, false, true},
 	{"mafand_amh_en", "afrobench/mafand/prompt_1/african-english/mafand_amh-en.yaml", nil, false, true},
 	{"hendrycks_math_algebra", "hendrycks_math/hendrycks_math_algebra.yaml", nil, false, true},
+	{"french_bench_fquadv2", "french_bench/french_bench_fquadv2.yaml", nil, false, true}, // metric functions
 }
 
 // refRules are the fields compared by presence and kind only: what

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"tally/internal/fsguard"
+	"tally/internal/pyre"
 )
 
 // This file makes hooks of the Python bridge (pybridge.go): a !function
@@ -294,4 +296,53 @@ func (st filterStep) pyApply(list []any, doc *Map) (any, error) {
 		return nil, fmt.Errorf("filter %s gave %s, not one result for the one document", h.fn.Name, pyStr(v))
 	}
 	return out[0], nil
+}
+
+// PythonMetricValues are the values a task's metric functions (run by the
+// Python bridge) give for a response to a document under a filter
+// pipeline, ints and floats as the functions give them, as lm-eval's
+// samples file writes each line's metric values; nil when the task has
+// none. refs is the sample's references (doc_to_target's value) and
+// multi lm-eval's multiple_target.
+func (t *Task) PythonMetricValues(filter, resp string, docJSON, refs []byte, multi bool) (*Map, error) {
+	var pys []*metricConfig
+	for _, m := range t.c.metrics {
+		if m.py != nil {
+			pys = append(pys, m)
+		}
+	}
+	if len(pys) == 0 {
+		return nil, nil
+	}
+	gold, err := decodeJSON(refs)
+	if err != nil {
+		return nil, fmt.Errorf("references: %w", err)
+	}
+	var doc *Map
+	if len(docJSON) > 0 {
+		if v, err := decodeJSON(docJSON); err == nil {
+			doc, _ = v.(*Map)
+		}
+	}
+	for _, f := range t.c.filters {
+		if f.name != filter {
+			continue
+		}
+		res, err := f.apply(resp, doc, pyre.NewBudget(utf8.RuneCountInString(resp)+utf8.RuneCount(docJSON)))
+		if err != nil {
+			return nil, err
+		}
+		out := NewMap()
+		for _, m := range pys {
+			vals, err := m.pyScore(res, gold, multi)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range vals.Keys {
+				out.Set(k, vals.Vals[k])
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("task %s has no filter %q", t.c.task, filter)
 }
