@@ -106,6 +106,9 @@ var refCases = []refCase{
 	{"mafand_amh_en", "afrobench/mafand/prompt_1/african-english/mafand_amh-en.yaml", nil, false, true},
 	{"hendrycks_math_algebra", "hendrycks_math/hendrycks_math_algebra.yaml", nil, false, true},
 	{"french_bench_fquadv2", "french_bench/french_bench_fquadv2.yaml", nil, false, true}, // metric functions
+	{"infinitebench_passkey", "infinitebench/infinitebench_passkey.yaml", nil, false, true},
+	{"infinitebench_longbook_choice", "infinitebench/infinitebench_longbook_choice_en.yaml", nil, false, true},
+	{"infinitebench_qa_chn", "infinitebench/infinitebench_longbook_qa_chn.yaml", nil, false, true},
 }
 
 // refRules are the fields compared by presence and kind only: what
