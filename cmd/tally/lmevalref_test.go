@@ -109,6 +109,8 @@ var refCases = []refCase{
 	{"infinitebench_passkey", "infinitebench/infinitebench_passkey.yaml", nil, false, true},
 	{"infinitebench_longbook_choice", "infinitebench/infinitebench_longbook_choice_en.yaml", nil, false, true},
 	{"infinitebench_qa_chn", "infinitebench/infinitebench_longbook_qa_chn.yaml", nil, false, true},
+	{"noridiom_nob", "noreval/noridiom/nob/noridiom_nob_p0.yaml", nil, false, true}, // a dotted lm_eval.tasks path, NumPy values
+	{"hrm8k_math", "hrm8k/default/hrm8k_math.yaml", nil, false, true},
 }
 
 // refRules are the fields compared by presence and kind only: what
