@@ -445,7 +445,10 @@ func customAggregation(lm *lmeval.Task, metric string) bool {
 	for _, m := range lm.Metrics() {
 		if m.Name == metric {
 			_, corpus := scoring.Corpus(m.Name)
-			return m.Aggregation != "mean" && !corpus
+			// bleu, chrf, ter aggregate as themselves (with a bootstrap
+			// stderr); a corpus metric under a function of the task's
+			// (IFEval's agg_inst_level_acc) has none.
+			return m.Aggregation != "mean" && !(corpus && m.Aggregation == m.Name)
 		}
 	}
 	return false

@@ -111,6 +111,11 @@ var refCases = []refCase{
 	{"infinitebench_qa_chn", "infinitebench/infinitebench_longbook_qa_chn.yaml", nil, false, true},
 	{"noridiom_nob", "noreval/noridiom/nob/noridiom_nob_p0.yaml", nil, false, true}, // a dotted lm_eval.tasks path, NumPy values
 	{"hrm8k_math", "hrm8k/default/hrm8k_math.yaml", nil, false, true},
+	// IFEval: process_results through the bridge (langdetect and
+	// immutabledict installed; nltk is the harness's stand-in, so the
+	// case's instructions are those no nltk tokenizer or langdetect
+	// decides), agg_inst_level_acc a Go port (hooks_ifeval.go).
+	{"ifeval", "ifeval/ifeval.yaml", nil, false, true},
 }
 
 // refRules are the fields compared by presence and kind only: what
@@ -304,8 +309,17 @@ func compareRefCase(t *testing.T, c lmevalref.Case, rc refCase, dir string) {
 		if err := os.WriteFile(filepath.Join(info, "METADATA"), []byte("Metadata-Version: 2.1\nName: lm_eval\nVersion: 0.4.9.2+4e7e0d47\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// The harness's nltk stand-in says 3.9.1, which IFEval's
+		// instructions_util asserts at import.
+		nltkInfo := filepath.Join(meta, "nltk-3.9.1.dist-info")
+		if err := os.MkdirAll(nltkInfo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(nltkInfo, "METADATA"), []byte("Metadata-Version: 2.1\nName: nltk\nVersion: 3.9.1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cmd.Args = append(cmd.Args, "--python", pyref.Python(t, lmevalref.Modules...))
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+strings.Join([]string{lmevalref.LMEval(t), stubs, meta}, string(os.PathListSeparator)))
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+strings.Join([]string{lmevalref.LMEval(t), lmevalref.Sacrebleu(t), stubs, meta}, string(os.PathListSeparator)))
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -106,6 +106,9 @@ type metricConfig struct {
 	// (a ported function's), is that value: a sample giving it is left
 	// out of the metric's scores.
 	skip *float64
+	// flatMean: the metric's values are lists, aggregated by a ported
+	// function that flattens and averages them (scored as statistics).
+	flatMean bool
 	// py is a metric function the Python bridge runs, with the entry's
 	// other keys as its keyword arguments.
 	py       *pyHook
@@ -769,7 +772,12 @@ func (c *config) readResultMetrics(v any) error {
 			if err != nil {
 				return err
 			}
-			mc.aggregation, mc.skip = h.fn.Name, &h.meanSkipping
+			mc.aggregation = h.fn.Name
+			if h.flatMean {
+				mc.flatMean = true
+			} else {
+				mc.skip = &h.meanSkipping
+			}
 			mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
 		default:
 			if agg != "mean" {

@@ -66,6 +66,10 @@ type pyHook struct {
 	// aggregation.
 	meanSkipping float64
 	aggregation  bool
+	// flatMean is an aggregation that flattens lists of numbers and
+	// averages them (IFEval's agg_inst_level_acc): each sample's list is
+	// kept as the statistics [sum, length] (hooks_ifeval.go).
+	flatMean bool
 	// digest is the module's SHA-256 (it enters the scoring spec); for a
 	// bridged hook, modulesDigest's identity of its folder's Python.
 	digest string

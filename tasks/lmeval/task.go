@@ -771,6 +771,16 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
 				}
 				for _, k := range vals.Keys {
+					if m := t.metric(k); m != nil && m.flatMean {
+						st, err := flatStats(vals.Vals[k])
+						if err != nil {
+							return nil, fmt.Errorf("process_results %s: %s: %w", h.fn.Name, k, err)
+						}
+						for i, x := range st {
+							out[scoring.CorpusStatKey(k, i, ","+f.name)] = x
+						}
+						continue
+					}
 					x, ok := number(vals.Vals[k])
 					if !ok {
 						return nil, fmt.Errorf("process_results %s: %s is %s, not a number", h.fn.Name, k, pyStr(vals.Vals[k]))
