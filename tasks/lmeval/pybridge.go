@@ -537,10 +537,16 @@ func writeWire(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-// workerError wraps a dead worker's error so that scoring stops on it.
+// workerError marks a dead worker's error as scoring.ErrUnavailable (so
+// that a run stops on it), its message unchanged.
 func workerError(err error) error {
 	if errors.Is(err, ErrPythonWorker) {
-		return fmt.Errorf("%w (%w)", err, scoring.ErrUnavailable)
+		return unavailable{err}
 	}
 	return err
 }
+
+// unavailable is an error that is also scoring.ErrUnavailable.
+type unavailable struct{ error }
+
+func (u unavailable) Unwrap() []error { return []error{u.error, scoring.ErrUnavailable} }

@@ -767,6 +767,9 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 			}
 			if h := t.c.processResults; h != nil {
 				vals, err := h.results(doc, []any{res})
+				if err != nil && h.bridged {
+					return nil, err // the bridge's error names the function
+				}
 				if err != nil {
 					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
 				}
