@@ -22,13 +22,13 @@ Ops:
   filter   {handle, kwargs, custom, resps, docs} -> the filter's apply
   metric   {handle, kwargs, gold, result, multiple} -> {metric: value, ...}
 """
-import functools
 import importlib.util
 import inspect
 import json
 import math
 import numbers
 import os
+import random
 import re
 import struct
 import sys
@@ -229,6 +229,21 @@ class Docs:
         raise NotImplementedError("shuffle in tally's stand-in for datasets.Dataset (install datasets)")
 
 
+def seed_globals():
+    """Seed Python's and NumPy's global generators as lm-eval's
+    simple_evaluate seeds them (random 0, NumPy 1234), before each
+    process_docs: a function that shuffles with them (GPQA's) then gives
+    the same documents whatever ran before it in this worker."""
+    random.seed(0)
+    np = sys.modules.get("numpy")
+    if np is None:
+        try:
+            import numpy as np
+        except ImportError:
+            return
+    np.random.seed(1234)
+
+
 def _names(cols):
     if cols is None:
         return []
@@ -266,6 +281,7 @@ class Worker:
         if op == "doc":
             return fn(req["doc"])
         if op == "docs":
+            seed_globals()
             return rows_of(fn(dataset_of(req["docs"])))
         if op == "results":
             out = fn(req["doc"], req["results"])
