@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tally/internal/lmevalref"
 	"tally/internal/pyref"
 	"tally/scoring"
 )
@@ -316,4 +317,24 @@ func FuzzReadFrame(f *testing.F) {
 func init() {
 	// The tests' worker must not inherit an opt-in from the environment.
 	os.Unsetenv(EnvPython)
+}
+
+// TestPythonBridgePortsWin: with the bridge on, a function tally has a Go
+// port of runs as Go (MMLU-Pro's, llama3's, LongBench's): no worker
+// starts and the task keys on no Python folder.
+func TestPythonBridgePortsWin(t *testing.T) {
+	tasks := filepath.Join(lmevalref.LMEval(t), "lm_eval", "tasks")
+	b := withPython(t)
+	for _, f := range []string{"mmlu_pro/mmlu_pro_law.yaml", "llama3/instruct/mmlu_pro/mmlu_pro_law.yaml", "longbench/qasper.yaml", "ruler/niah_single_1.yaml"} {
+		task, err := Load(filepath.Join(tasks, f), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if m := task.PythonModules(); len(m) != 0 {
+			t.Errorf("%s: keys on Python folders %v, want none (Go ports)", f, m)
+		}
+	}
+	if b.started {
+		t.Error("the Python worker started for tasks whose functions have Go ports")
+	}
 }
