@@ -82,11 +82,11 @@ type pyBridge struct {
 
 // pyCallable is what the worker says of a module's callable.
 type pyCallable struct {
-	Handle int     `json:"handle"`
-	Repr   string  `json:"repr"`
-	Source *string `json:"source"`
-	Kind   string  `json:"kind"`
-	Name   string  `json:"name"`
+	Handle int
+	Repr   string
+	Source *string // inspect.getsource, nil where it raises
+	Kind   string  // "function" or "class"
+	Name   string  // __name__
 }
 
 type pyReply struct {
@@ -192,7 +192,16 @@ func (b *pyBridge) start() error {
 	b.replies = make(chan pyReply, 1)
 	b.exited = make(chan struct{})
 	b.quit = make(chan struct{})
-	quit := b.quit
+	quit, exited := b.quit, b.exited
+	if b.ctx != nil {
+		// A cancelled command ends an idle worker too (its group).
+		pid := cmd.Process.Pid
+		stop := context.AfterFunc(b.ctx, func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		go func() {
+			<-exited
+			stop()
+		}()
+	}
 	go func() {
 		r := bufio.NewReaderSize(out, 1<<16)
 		for {
@@ -208,7 +217,7 @@ func (b *pyBridge) start() error {
 		}
 		io.Copy(io.Discard, out)
 		cmd.Wait()
-		close(b.exited)
+		close(exited)
 	}()
 	return nil
 }
