@@ -23,8 +23,10 @@ import (
 // would (a partial's keyword arguments, a module-level literal, the
 // folder the module sits in), and a module that differs by one byte is
 // refused with its digest, since tally cannot know what the changed code
-// does. tally runs no Python: a user needs only lm-eval's task folder (its
-// YAML and .py files, as in its repository at the commit tally follows).
+// does. A port runs no Python: a user needs only lm-eval's task folder
+// (its YAML and .py files, as in its repository at the commit tally
+// follows). A function with no port is refused, unless the user opted in
+// to the Python bridge (pybridge.go, pyhooks.go), which runs it in Python.
 // lm-eval looks for the module beside the YAML file that names it first
 // (lm_eval/tasks/_yaml_loader.py _import_func_in_yml), which is where
 // tally looks; a module lm-eval would import from elsewhere (a dotted

@@ -30,6 +30,14 @@
 // What tally cannot reproduce is refused with one line naming the field
 // (*Refusal): Python code it has no port of (!function, class), other
 // output types, other metrics and filters, sampling.
+//
+// Opt-in (UsePython: tally's --python), the functions with no Go port run
+// in Python instead, in one worker process of the user's interpreter
+// (pybridge.go; pyhooks.go says how each is called): process_docs,
+// doc_to_text and doc_to_target functions, process_results, filter
+// classes and custom filter functions, metric functions. Such a task's
+// variant and scoring key on the digest of its functions' folder's .py
+// files (Task.PythonModules).
 package lmeval
 
 import (
