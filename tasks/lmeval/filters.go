@@ -116,8 +116,14 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 		"multi_choice_regex": {"regex_pattern", "group_select", "fallback", "ignore_case", "ignore_punctuation", "regexes_to_ignore"},
 		"remove_whitespace":  nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
 	keys, known := allowed[fn]
-	if !known {
-		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)", fn)
+	if !known && fn != "" {
+		// A filter lm-eval registers (its own, or a task module's
+		// @register_filter): the Python bridge runs it, where opted in.
+		if st, ok, err := c.registeredFilter(m, field, fn); ok || err != nil {
+			return st, err
+		}
+		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)%s",
+			fn, strings.Replace(optInHint, "runs it in Python", "runs lm-eval's registered filter of that name in Python", 1))
 	}
 	for _, k := range sortedKeys(args) {
 		ok := false

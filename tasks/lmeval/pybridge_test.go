@@ -338,3 +338,52 @@ func TestPythonBridgePortsWin(t *testing.T) {
 		t.Error("the Python worker started for tasks whose functions have Go ports")
 	}
 }
+
+// TestPythonBridgeRegisteredFilter: a filter named by a name tally does
+// not have is looked up in lm-eval's registry by the worker (here a
+// stand-in lm_eval.api.registry), where a task module imported for the
+// task's other functions registered it, and called as lm-eval calls a
+// filter: Class(**the step's other keys).apply(resps, docs). Without the
+// bridge it is refused, saying how to opt in.
+func TestPythonBridgeRegisteredFilter(t *testing.T) {
+	root := t.TempDir()
+	for name, body := range map[string]string{
+		"lm_eval/__init__.py":     "",
+		"lm_eval/api/__init__.py": "",
+		"lm_eval/api/registry.py": "_F = {}\n\ndef register_filter(name):\n    def deco(cls):\n        _F[name] = cls\n        return cls\n    return deco\n\n" +
+			"def get_filter(name):\n    return _F[name]\n",
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeTask(t, filepath.Dir(p), filepath.Base(p), body)
+	}
+	t.Setenv("PYTHONPATH", root)
+	dir := t.TempDir()
+	writeTask(t, dir, "utils.py", "from lm_eval.api.registry import register_filter\n\ndef doc_to_text(doc):\n    return doc[\"q\"]\n\n"+
+		"@register_filter(\"shout\")\nclass Shout:\n    def __init__(self, suffix=\"!\"):\n        self.suffix = suffix\n\n"+
+		"    def apply(self, resps, docs):\n        return [[r.upper() + self.suffix for r in rs] for rs in resps]\n")
+	writeTask(t, dir, "test.jsonl", "{\"q\": \"a\", \"a\": \"YES?\"}\n")
+	path := writeTask(t, dir, "task.yaml", "task: reg\ntest_split: test\ndoc_to_text: !function utils.doc_to_text\ndoc_to_target: a\n"+
+		"filter_list:\n  - name: s\n    filter:\n      - function: shout\n        suffix: \"?\"\n      - function: take_first\n")
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "--python") {
+		t.Fatalf("without the bridge: %v, want a refusal naming --python", err)
+	}
+	withPython(t)
+	task, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := task.Load(filepath.Join(dir, "test.jsonl"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := task.Scorer()("yes", l.Samples[0])
+	if err != nil || got["exact_match,s"] != 1 {
+		t.Errorf("scores %v, %v; want exact_match,s 1 (YES? against YES?)", got, err)
+	}
+	if f, err := task.FilteredResponse("s", "no", l.Samples[0].Doc); err != nil || f != "NO?" {
+		t.Errorf("filtered %q, %v; want NO?", f, err)
+	}
+}

@@ -174,7 +174,7 @@ func (t *Task) PythonModules() map[string]string {
 	}
 	for _, p := range t.c.filters {
 		for _, st := range p.steps {
-			if st.py != nil {
+			if st.py != nil && st.py.path != "" { // a registered filter is lm-eval's, like its packages
 				out["python:"+filepath.Base(filepath.Dir(st.py.path))] = st.py.digest
 			}
 		}
@@ -345,4 +345,39 @@ func (t *Task) PythonMetricValues(filter, resp string, docJSON, refs []byte, mul
 		return out, nil
 	}
 	return nil, fmt.Errorf("task %s has no filter %q", t.c.task, filter)
+}
+
+// registeredFilter reads a filter step naming a filter tally does not
+// have, which lm-eval finds in its registry (lm_eval.api.registry
+// get_filter: its own filters, and those a task module registers with
+// @register_filter when it is imported, as the task's other functions
+// import it): with the bridge on, the worker looks it up and lm-eval's
+// build_filter_ensemble's call is made, Filter(**the step's other
+// keys).apply(resps, docs). ok is false when the bridge is off.
+func (c *config) registeredFilter(m *Map, field, name string) (filterStep, bool, error) {
+	b, static := activeBridge()
+	if b == nil && !static {
+		return filterStep{}, false, nil
+	}
+	st := filterStep{function: name, pyKwargs: NewMap()}
+	for _, k := range m.Keys {
+		if k != "function" {
+			st.pyKwargs.Set(k, m.Vals[k])
+		}
+	}
+	h := &pyHook{fn: Function{Name: name}, bridged: true, name: name, digest: "registered:" + name}
+	st.py = h
+	if static {
+		return st, true, nil
+	}
+	v, err := b.call("filter "+name+" (Python: lm-eval's registry)", map[string]any{"op": "registered_filter", "name": name})
+	if err != nil {
+		return filterStep{}, false, c.refuse(field, "filter "+name, "%v", err)
+	}
+	d, _ := v.(*Map)
+	if n, ok := d.Get("handle"); ok {
+		h.handle = int(n.(int64))
+	}
+	h.bridge, h.class = b, true
+	return st, true, nil
 }

@@ -277,6 +277,8 @@ class Worker:
         op = req.get("op")
         if op == "describe":
             return self.describe(req["module"], req["name"])
+        if op == "registered_filter":
+            return self.registered_filter(req["name"])
         fn = self.fns[req["handle"]]
         if op == "doc":
             return fn(req["doc"])
@@ -336,6 +338,18 @@ class Worker:
             "kind": kind,
             "name": getattr(fn, "__name__", name),
         }
+
+    def registered_filter(self, name):
+        """A filter of lm-eval's registry by name (its own, or one a task
+        module imported before registered), as build_filter_ensemble
+        finds it."""
+        key = ("<registry>", name)
+        if key not in self.handles:
+            from lm_eval.api.registry import get_filter
+
+            self.handles[key] = len(self.fns)
+            self.fns.append(get_filter(name))
+        return {"handle": self.handles[key]}
 
     def metric(self, fn, req):
         """One metric function on a filtered response, as lm-eval's
