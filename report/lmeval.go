@@ -252,6 +252,10 @@ type lmevalTask struct {
 	// metrics (named after the stop setting) and one per lm-eval filter
 	// the task's metric keys name ("exact_match,strict-match").
 	groups []lmevalGroup
+	// items are, for a metric a Python function aggregates, the samples
+	// file's values by "METRIC,FILTER" (the file's filter name), in the
+	// file's order: what the function aggregates.
+	items map[string][]any
 }
 
 // lmevalGroup is one lm-eval filter of a model's task: a column and the
@@ -551,6 +555,27 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		}
 		if lm != nil {
 			sampleLen = lastLen // lm-eval's: the last metric's count
+			// A metric a Python function aggregates (the bridge): the
+			// function on the samples file's values, as lm-eval
+			// aggregates them; its stderr, as lm-eval's for a function of
+			// the task's, N/A.
+			for _, g := range t.groups {
+				for _, mk := range g.metrics {
+					lmName, _ := splitKey(mk)
+					key := lmName + "," + g.filter
+					v, ok, err := lm.Aggregate(lmName, t.items[key])
+					if !ok {
+						continue
+					}
+					if err != nil {
+						return written, fmt.Errorf("task %s: %s: %w", task, key, err)
+					}
+					if f, isFloat := v.(float64); isFloat {
+						v = jsonFloat(f)
+					}
+					values[key], values[lmName+"_stderr,"+g.filter] = v, "N/A"
+				}
+			}
 		}
 		res.set("sample_len", sampleLen)
 		// lm-eval's order: filter by filter, each metric then its stderr.
@@ -916,6 +941,12 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (ha
 					last = k
 				}
 				counts[k]++
+				if td.Info != nil && td.Info.LMEval != nil && td.Info.LMEval.PythonAggregated(mk) {
+					if t.items == nil {
+						t.items = map[string][]any{}
+					}
+					t.items[k] = append(t.items[k], line.MetricValues[mk])
+				}
 			}
 			b, err := line.MarshalJSON() // as written: json.Marshal would compact it
 			if err != nil {

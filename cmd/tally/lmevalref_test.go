@@ -112,6 +112,7 @@ var refCases = []refCase{
 	{"noridiom_nob", "noreval/noridiom/nob/noridiom_nob_p0.yaml", nil, false, true}, // a dotted lm_eval.tasks path, NumPy values
 	{"hrm8k_math", "hrm8k/default/hrm8k_math.yaml", nil, false, true},
 	{"mmlu_pro_plus_law", "mmlu-pro-plus/mmlu_pro_plus_law.yaml", []string{"--num_fewshot", "2"}, false, true}, // partials
+	{"afriqa_bem", "afrobench/afriqa/prompt_2/afriqa_bem.yaml", nil, false, true},                              // f1's aggregation function
 	// IFEval: process_results through the bridge (langdetect and
 	// immutabledict installed; nltk is the harness's stand-in, so the
 	// case's instructions are those no nltk tokenizer or langdetect

@@ -113,6 +113,11 @@ type metricConfig struct {
 	// other keys as its keyword arguments.
 	py       *pyHook
 	pyKwargs *Map
+	// pyAgg is an aggregation function the bridge runs (pyAggregation);
+	// passthrough marks a registered metric whose per-sample value is the
+	// [gold, result] pair it aggregates.
+	pyAgg       *pyHook
+	passthrough bool
 }
 
 // config is a task file read and checked.
@@ -611,7 +616,7 @@ func (c *config) readMetrics() error {
 				continue
 			}
 			for _, k := range m.Keys {
-				if _, isFn := m.Vals[k].(Function); isFn && k == "metric" {
+				if _, isFn := m.Vals[k].(Function); isFn && (k == "metric" || k == "aggregation") {
 					continue
 				}
 				if f := findFunction(m.Vals[k]); f != "" {
@@ -658,6 +663,20 @@ func (c *config) readMetrics() error {
 			return c.refuse(field, "bad value", "metric %s listed twice", name)
 		}
 		seen[name] = true
+		if agg, isFn := mustGet(m, "aggregation").(Function); isFn {
+			if !passthroughMetrics[name] {
+				return c.refuse(field+".aggregation", "!function", "!function %s aggregating metric %s: tally runs an aggregation function for lm-eval's passthrough metrics (acc, f1, mcc, …) and metric functions", agg.Name, name)
+			}
+			mc := &metricConfig{name: name, higherIsBetter: true, passthrough: true, options: map[string]any{"passthrough": true}}
+			if hib, isBool := mustGet(m, "higher_is_better").(bool); isBool {
+				mc.higherIsBetter = hib
+			}
+			if err := c.pyAggregation(mc, field, agg); err != nil {
+				return err
+			}
+			c.metrics = append(c.metrics, mc)
+			continue
+		}
 		if cm, ok := scoring.Corpus(name); ok && corpusMetrics[name] {
 			mc, err := c.corpusMetric(m, field, cm)
 			if err != nil {
@@ -686,8 +705,11 @@ func (c *config) readMetrics() error {
 				}
 				mc.higherIsBetter = b
 			case "ignore_case", "ignore_punctuation", "ignore_numbers":
-				b, isBool := val.(bool)
-				if !isBool && val != nil {
+				// evaluate's exact_match tests each with "if": Python's
+				// truth (afrobench's afriqa files give ignore_punctuation
+				// a string, a YAML list that lost its key).
+				b, ok := pyTruth(val)
+				if !ok {
 					return c.refuse(field+"."+k, "bad value", "%s is not a bool", pyStr(val))
 				}
 				mc.options[k] = b
@@ -773,9 +795,12 @@ func (c *config) readResultMetrics(v any) error {
 				return err
 			}
 			mc.aggregation = h.fn.Name
-			if h.flatMean {
+			switch {
+			case h.bridged:
+				mc.pyAgg = h
+			case h.flatMean:
 				mc.flatMean = true
-			} else {
+			default:
 				mc.skip = &h.meanSkipping
 			}
 			mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
@@ -838,4 +863,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// pyTruth is Python's truth of a value ("if v:"), and whether it has one
+// tally knows (every value a task file holds does).
+func pyTruth(v any) (bool, bool) {
+	switch x := v.(type) {
+	case nil:
+		return false, true
+	case bool:
+		return x, true
+	case int64:
+		return x != 0, true
+	case float64:
+		return x != 0, true
+	case string:
+		return x != "", true
+	case []any:
+		return len(x) > 0, true
+	case *Map:
+		return x.Len() > 0, true
+	}
+	return false, false
 }

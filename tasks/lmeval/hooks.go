@@ -68,6 +68,9 @@ type pyHook struct {
 	// aggregation.
 	meanSkipping float64
 	aggregation  bool
+	// aggregate is a bridged aggregation function: the metric's values in,
+	// its aggregate out.
+	aggregate func(items []any) (any, error)
 	// flatMean is an aggregation that flattens lists of numbers and
 	// averages them (IFEval's agg_inst_level_acc): each sample's list is
 	// kept as the statistics [sum, length] (hooks_ifeval.go).

@@ -35,17 +35,14 @@ func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHo
 	if b == nil && !static {
 		return nil, fmt.Errorf("%w%s", why, optInHint)
 	}
-	switch kind {
-	case hookDataset:
+	if kind == hookDataset {
 		return nil, fmt.Errorf("%w; the Python bridge does not run a custom_dataset function (tally reads the documents from --data)", why)
-	case hookAggregation:
-		return nil, fmt.Errorf("%w; the Python bridge does not run an aggregation function (tally's store keeps each sample's numbers, not the items it aggregates)", why)
 	}
 	digest, err := modulesDigest(path)
 	if err != nil {
 		return nil, fmt.Errorf("!function %s: %w", f.Name, err)
 	}
-	h := &pyHook{fn: f, path: path, digest: digest, bridged: true, name: name}
+	h := &pyHook{fn: f, path: path, digest: digest, bridged: true, name: name, aggregation: kind == hookAggregation}
 	if static {
 		// The survey: counted as the bridge would load it, no Python run.
 		h.doc = func(*Map) (any, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
@@ -85,6 +82,10 @@ func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHo
 			}
 		}
 		return out, nil
+	}
+	h.aggregate = func(items []any) (any, error) {
+		v, err := b.call(what("aggregation"), map[string]any{"op": "agg", "handle": h.handle, "items": items})
+		return v, workerError(err)
 	}
 	h.results = func(doc *Map, results []any) (*Map, error) {
 		v, err := b.call(what("process_results"), map[string]any{"op": "results", "handle": h.handle, "doc": doc, "results": results})
@@ -212,8 +213,12 @@ func (c *config) pyMetric(m *Map, field string, f Function) (*metricConfig, erro
 		switch k {
 		case "metric", "hf_evaluate":
 		case "aggregation":
-			if val != "mean" {
-				return nil, c.refuse(field+".aggregation", "aggregation "+pyStr(val), "%s is not supported for a metric function (mean is)", pyStr(val))
+			if agg, isFn := val.(Function); isFn {
+				if err := c.pyAggregation(mc, field, agg); err != nil {
+					return nil, err
+				}
+			} else if val != "mean" {
+				return nil, c.refuse(field+".aggregation", "aggregation "+pyStr(val), "%s is not supported for a metric function (mean or a function)", pyStr(val))
 			}
 		case "higher_is_better":
 			b, isBool := val.(bool)
@@ -307,7 +312,7 @@ func (st filterStep) pyApply(list []any, doc *Map) (any, error) {
 func (t *Task) PythonMetricValues(filter, resp string, docJSON, refs []byte, multi bool) (*Map, error) {
 	var pys []*metricConfig
 	for _, m := range t.c.metrics {
-		if m.py != nil {
+		if m.py != nil || m.passthrough {
 			pys = append(pys, m)
 		}
 	}
@@ -334,6 +339,10 @@ func (t *Task) PythonMetricValues(filter, resp string, docJSON, refs []byte, mul
 		}
 		out := NewMap()
 		for _, m := range pys {
+			if m.passthrough {
+				out.Set(m.name, passthroughItem(res, gold, multi))
+				continue
+			}
 			vals, err := m.pyScore(res, gold, multi)
 			if err != nil {
 				return nil, err
@@ -380,4 +389,78 @@ func (c *config) registeredFilter(m *Map, field, name string) (filterStep, bool,
 	}
 	h.bridge, h.class = b, true
 	return st, true, nil
+}
+
+// pyAggregation sets a metric's aggregation to a Python function the
+// bridge runs (refused without it): the metric's per-sample values, which
+// may be any of Python's values (lm-eval's [gold, result] pairs, lists),
+// are made again from the stored predictions when lm-eval's files are
+// written, and aggregated there; tally's store keeps an undefined value
+// (NaN) for each sample, so its own tables show none for the metric.
+func (c *config) pyAggregation(mc *metricConfig, field string, agg Function) error {
+	h, err := c.hook(field+".aggregation", agg, hookAggregation)
+	if err != nil {
+		return err
+	}
+	if !h.bridged {
+		return c.refuse(field+".aggregation", "!function", "!function %s: tally's port of it aggregates process_results values only", agg.Name)
+	}
+	mc.aggregation, mc.pyAgg = h.fn.Name, h
+	mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
+	return nil
+}
+
+// passthroughMetrics are lm-eval's registered metrics whose function
+// returns its items (lm_eval/api/metrics.py: acc, f1, mcc, …): called on a
+// generate_until response with references= and predictions= it raises
+// TypeError, and process_results falls back to fn([gold, result]), so a
+// sample's value is the pair, which the metric's aggregation function
+// takes.
+var passthroughMetrics = map[string]bool{"acc": true, "acc_norm": true, "acc_mutual_info": true, "acc_bytes": true, "f1": true,
+	"mcc": true, "brier_score": true, "likelihood": true}
+
+// Aggregate runs a metric's Python aggregation function (through the
+// bridge) on the metric's per-sample values, in document order, as
+// lm-eval aggregates them; ok is false when the metric has none.
+func (t *Task) Aggregate(metric string, items []any) (v any, ok bool, err error) {
+	m := t.metric(metric)
+	if m == nil || m.pyAgg == nil {
+		return nil, false, nil
+	}
+	if m.pyAgg.aggregate == nil {
+		return nil, true, fmt.Errorf("aggregation %s: not run in a survey", m.pyAgg.fn.Name)
+	}
+	if items == nil {
+		items = []any{}
+	}
+	v, err = m.pyAgg.aggregate(items)
+	return v, true, err
+}
+
+// PythonAggregated reports whether a metric is aggregated by a Python
+// function (Aggregate).
+func (t *Task) PythonAggregated(metric string) bool {
+	m := t.metric(metric)
+	return m != nil && m.pyAgg != nil
+}
+
+// passthroughItem is a passthrough metric's per-sample value, as
+// ConfigurableTask.process_results makes it for generate_until: the pair
+// [gold, result], gold cast to str when the result is a str and gold is
+// not; with list targets (multiple_target) 1.0 when there is any target
+// (each pair is truthy), else 0.0.
+func passthroughItem(res, gold any, multi bool) any {
+	if multi {
+		golds, ok := gold.([]any)
+		if !ok || len(golds) > 0 {
+			return 1.0
+		}
+		return 0.0
+	}
+	if _, isStr := res.(string); isStr {
+		if _, goldStr := gold.(string); !goldStr {
+			gold = pyStr(gold)
+		}
+	}
+	return []any{gold, res}
 }

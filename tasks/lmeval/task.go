@@ -44,6 +44,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -782,6 +783,12 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
 				}
 				for _, k := range vals.Keys {
+					if m := t.metric(k); m != nil && m.pyAgg != nil {
+						// Aggregated in Python from values made again
+						// when lm-eval's files are written.
+						out[k+","+f.name] = math.NaN()
+						continue
+					}
 					if m := t.metric(k); m != nil && m.flatMean {
 						st, err := flatStats(vals.Vals[k])
 						if err != nil {
@@ -804,6 +811,17 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 				continue
 			}
 			for _, m := range t.c.metrics {
+				if m.pyAgg != nil {
+					if m.py != nil {
+						// The function runs, so that its errors are the
+						// sample's, as in lm-eval.
+						if _, err := m.pyScore(res, gold, multipleTarget); err != nil {
+							return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+						}
+					}
+					out[m.name+","+f.name] = math.NaN()
+					continue
+				}
 				if m.py != nil {
 					vals, err := m.pyScore(res, gold, multipleTarget)
 					if err != nil {
