@@ -132,7 +132,7 @@ type LMEvalSample struct {
 	Target        string                    `json:"target"`
 	Arguments     map[string]map[string]any `json:"arguments"`
 	Resps         [][]string                `json:"resps"`
-	FilteredResps []string                  `json:"filtered_resps"`
+	FilteredResps []any                     `json:"filtered_resps"`
 	Filter        string                    `json:"filter"`
 	Metrics       []string                  `json:"metrics"`
 	DocHash       string                    `json:"doc_hash"`
@@ -1071,17 +1071,19 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		docJSON = string(doc)
 	}
 	filtered := sc.Prediction
+	var filteredVal any = filtered
 	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
 		// The lm-eval filter's output on what the line's setting made of
-		// the continuation, as lm-eval's samples file writes it.
-		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction, sd.Doc); err == nil {
-			filtered = f
+		// the continuation, as lm-eval's samples file writes it: a str
+		// after take_first, else the list of the document's responses.
+		if v, err := td.Info.LMEval.FilteredValue(g.part, sc.Prediction, sd.Doc); err == nil {
+			filtered, filteredVal = lmeval.PyStr(v), sanitizeList(v)
 		}
 	}
 	line := LMEvalSample{
 		DocID: docID, Doc: doc, Target: target,
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
-		Resps:     [][]string{{resp}}, FilteredResps: []string{filtered}, Filter: g.filter, Metrics: []string{},
+		Resps:     [][]string{{resp}}, FilteredResps: []any{filteredVal}, Filter: g.filter, Metrics: []string{},
 		DocHash: hashString(docJSON), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
 		MetricValues: map[string]any{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
@@ -1152,4 +1154,18 @@ func nonNil(xs []string) []string {
 		return []string{}
 	}
 	return xs
+}
+
+// sanitizeList is lm-eval's sanitize_list (lm_eval/utils.py), which its
+// EvaluationTracker applies to resps and filtered_resps: lists kept,
+// recursively, every other value its str().
+func sanitizeList(v any) any {
+	if l, ok := v.([]any); ok {
+		out := make([]any, len(l))
+		for i, e := range l {
+			out[i] = sanitizeList(e)
+		}
+		return out
+	}
+	return lmeval.PyStr(v)
 }

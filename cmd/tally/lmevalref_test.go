@@ -113,6 +113,7 @@ var refCases = []refCase{
 	{"hrm8k_math", "hrm8k/default/hrm8k_math.yaml", nil, false, true},
 	{"mmlu_pro_plus_law", "mmlu-pro-plus/mmlu_pro_plus_law.yaml", []string{"--num_fewshot", "2"}, false, true}, // partials
 	{"afriqa_bem", "afrobench/afriqa/prompt_2/afriqa_bem.yaml", nil, false, true},                              // f1's aggregation function
+	{"masakhaner_am", "afrobench/masakhaner/prompt_1/masakhaner_am.yaml", nil, false, true},                    // lm-eval's format_span, span_f1_agg
 	// IFEval: process_results through the bridge (langdetect and
 	// immutabledict installed; nltk is the harness's stand-in, so the
 	// case's instructions are those no nltk tokenizer or langdetect

@@ -348,8 +348,9 @@ func TestPythonBridgePortsWin(t *testing.T) {
 func TestPythonBridgeRegisteredFilter(t *testing.T) {
 	root := t.TempDir()
 	for name, body := range map[string]string{
-		"lm_eval/__init__.py":     "",
-		"lm_eval/api/__init__.py": "",
+		"lm_eval/__init__.py":         "",
+		"lm_eval/api/__init__.py":     "",
+		"lm_eval/filters/__init__.py": "",
 		"lm_eval/api/registry.py": "_F = {}\n\ndef register_filter(name):\n    def deco(cls):\n        _F[name] = cls\n        return cls\n    return deco\n\n" +
 			"def get_filter(name):\n    return _F[name]\n",
 	} {

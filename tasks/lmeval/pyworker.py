@@ -345,6 +345,7 @@ class Worker:
         finds it."""
         key = ("<registry>", name)
         if key not in self.handles:
+            import lm_eval.filters  # noqa: F401 - registers lm-eval's own filters
             from lm_eval.api.registry import get_filter
 
             self.handles[key] = len(self.fns)
