@@ -140,8 +140,8 @@ func TestSurveyLMEval(t *testing.T) {
 	}
 	bloads, brefused, _ := bsv.Counts()
 	t.Logf("with the Python bridge: %d load; refused: %v", bloads, brefused)
-	if bloads < 3800 {
-		t.Errorf("with the Python bridge %d of %d load, want at least 3,800", bloads, total)
+	if bloads < 4100 {
+		t.Errorf("with the Python bridge %d of %d load, want at least 4,100", bloads, total)
 	}
 	for _, e := range bsv.Entries {
 		if e.Status == "refused" && strings.Contains(e.Message, "--python") {
