@@ -272,7 +272,9 @@ type lmevalGroup struct {
 // an lm-eval YAML scores), or the key's lm-eval name and "".
 func splitKey(key string) (metric, part string) {
 	if i := strings.LastIndexByte(key, ','); i > 0 {
-		return key[:i], key[i+1:]
+		// A metric a Python function aggregates is stored as a corpus
+		// metric of its own name (lmeval.DeferredPrefix).
+		return strings.TrimPrefix(key[:i], lmeval.DeferredPrefix), key[i+1:]
 	}
 	return scoring.LMEvalName(key), ""
 }

@@ -50,6 +50,9 @@ def custom_fn(resps, docs):
 def starts(references, predictions, prefix=""):
     return float(predictions[0].startswith(prefix + references[0]))
 
+def agg_max_len(items):
+    return max(len(i[1]) for i in items)
+
 def pair_metric(items):
     gold, pred = items
     return 1.0 if gold == pred else 0.0
@@ -117,6 +120,8 @@ func TestPythonBridgeHooks(t *testing.T) {
 			"x1", map[string]float64{"starts,none": 1}},
 		{"metric function, pair", pyHooksYAML + "metric_list:\n  - metric: !function utils.pair_metric\n    aggregation: mean\n    higher_is_better: true\n",
 			"1", map[string]float64{"pair_metric,none": 1}},
+		{"aggregation function", pyHooksYAML + "metric_list:\n  - metric: f1\n    aggregation: !function utils.agg_max_len\n    higher_is_better: true\n",
+			"1", map[string]float64{"py:f1#0,none": 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -146,6 +151,9 @@ func TestPythonBridgeHooks(t *testing.T) {
 				if g, ok := got[k]; !ok || !(g == w || math.IsNaN(g) && math.IsNaN(w)) {
 					t.Errorf("%s = %v, want %v (all: %v)", k, g, w, got)
 				}
+			}
+			if v, ok, err := task.Aggregate("f1", []any{[]any{"1", "abc"}, []any{"3", "de"}}); ok && (err != nil || v != int64(3)) {
+				t.Errorf("Aggregate: %v, %v; want 3", v, err)
 			}
 			if len(task.PythonModules()) != 1 {
 				t.Errorf("PythonModules %v: want the task's folder", task.PythonModules())

@@ -12,6 +12,7 @@ import (
 
 	"tally/internal/fsguard"
 	"tally/internal/pyre"
+	"tally/scoring"
 )
 
 // This file makes hooks of the Python bridge (pybridge.go): a !function
@@ -395,8 +396,8 @@ func (c *config) registeredFilter(m *Map, field, name string) (filterStep, bool,
 // bridge runs (refused without it): the metric's per-sample values, which
 // may be any of Python's values (lm-eval's [gold, result] pairs, lists),
 // are made again from the stored predictions when lm-eval's files are
-// written, and aggregated there; tally's store keeps an undefined value
-// (NaN) for each sample, so its own tables show none for the metric.
+// written, and aggregated there; tally's store keeps a marker for each sample (DeferredPrefix), so its own tables show the
+// metric as n/a.
 func (c *config) pyAggregation(mc *metricConfig, field string, agg Function) error {
 	h, err := c.hook(field+".aggregation", agg, hookAggregation)
 	if err != nil {
@@ -409,6 +410,13 @@ func (c *config) pyAggregation(mc *metricConfig, field string, agg Function) err
 	mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
 	return nil
 }
+
+// DeferredPrefix names the corpus metric under which tally stores a
+// sample of a metric a Python function aggregates (scoring.DeferredPrefix:
+// "py:f1#0,FILTER", 1 a sample), whose score is undefined: tally's tables
+// show the metric as n/a, and lm-eval's files get the function's figure
+// (Task.Aggregate).
+const DeferredPrefix = scoring.DeferredPrefix
 
 // passthroughMetrics are lm-eval's registered metrics whose function
 // returns its items (lm_eval/api/metrics.py: acc, f1, mcc, …): called on a

@@ -44,7 +44,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -786,7 +785,7 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 					if m := t.metric(k); m != nil && m.pyAgg != nil {
 						// Aggregated in Python from values made again
 						// when lm-eval's files are written.
-						out[k+","+f.name] = math.NaN()
+						out[scoring.CorpusStatKey(DeferredPrefix+k, 0, ","+f.name)] = 1
 						continue
 					}
 					if m := t.metric(k); m != nil && m.flatMean {
@@ -819,7 +818,7 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 							return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
 						}
 					}
-					out[m.name+","+f.name] = math.NaN()
+					out[scoring.CorpusStatKey(DeferredPrefix+m.name, 0, ","+f.name)] = 1
 					continue
 				}
 				if m.py != nil {
