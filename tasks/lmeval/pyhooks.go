@@ -21,9 +21,11 @@ import (
 // ConfigurableTask at the commit tally follows: doc_to_text(doc),
 // doc_to_target(doc), process_docs(dataset), process_results(doc,
 // [filtered response]); a filter class instantiated with its step's
-// options and applied to the responses and documents; a metric function
-// called with references=[gold], predictions=[result] and the entry's
-// options).
+// options and applied to the responses and documents, or found by name
+// in lm-eval's filter registry; a metric function called with
+// references=[gold], predictions=[result] and the entry's options; an
+// aggregation function on the metric's per-sample values, where lm-eval's
+// files are written).
 
 // optInHint is what a refusal of Python code says about the bridge.
 const optInHint = "; --python python3 (or " + EnvPython + "=python3) runs it in Python, which runs the task folder's code"
