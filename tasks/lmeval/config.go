@@ -430,7 +430,7 @@ func (c *config) readFewshot() error {
 		for _, k := range m.Keys {
 			val := m.Vals[k]
 			field := "fewshot_config." + k
-			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" {
+			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" && k != "samples" {
 				return c.refuse(field, "!function", "!function %s is Python code, which tally does not run", f)
 			}
 			switch k {
@@ -449,6 +449,19 @@ func (c *config) readFewshot() error {
 					fc.split = s
 				}
 			case "samples":
+				if f, isFn := val.(Function); isFn {
+					// A function giving the shots (FewshotConfig's samples
+					// callable): the Python bridge calls it, where opted in.
+					h, err := c.hook(field, f, hookSamples)
+					if err != nil {
+						return err
+					}
+					if val, err = h.samples(); err != nil {
+						return c.refuse(field, "!function", "%v", err)
+					}
+				} else if findFunction(val) != "" {
+					return c.refuse(field, "!function", "!function %s is Python code, which tally does not run here", findFunction(val))
+				}
 				list, isList := val.([]any)
 				if !isList {
 					return c.refuse(field, "bad value", "%s is not a list of documents", pyStr(val))

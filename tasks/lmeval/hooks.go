@@ -71,6 +71,9 @@ type pyHook struct {
 	// aggregate is a bridged aggregation function: the metric's values in,
 	// its aggregate out.
 	aggregate func(items []any) (any, error)
+	// samples is a bridged fewshot_config.samples function: called with
+	// no arguments, the shots out.
+	samples func() (any, error)
 	// flatMean is an aggregation that flattens lists of numbers and
 	// averages them (IFEval's agg_inst_level_acc): each sample's list is
 	// kept as the statistics [sum, length] (hooks_ifeval.go).
@@ -107,11 +110,13 @@ const (
 	hookAggregation
 	hookFilter
 	hookMetric
+	hookSamples
 )
 
 func (k hookKind) String() string {
 	return [...]string{"a document function", "a process_docs function", "a process_results function", "a custom_dataset function",
-		"an aggregation function", "a filter", "a metric function"}[k]
+		"an aggregation function", "a filter", "a metric function",
+		"a few-shot samples function"}[k]
 }
 
 // datasetSpec is what a ported custom_dataset function loads: the
@@ -257,7 +262,7 @@ func portedHook(f Function, m *pyModule, digest, name string, kind hookKind) (*p
 	switch {
 	case kind == hookDoc && h.doc == nil, kind == hookDocs && h.docs == nil, kind == hookResults && h.results == nil,
 		kind == hookDataset && h.dataset == nil, kind == hookAggregation && !h.aggregation,
-		kind == hookFilter, kind == hookMetric:
+		kind == hookFilter, kind == hookMetric, kind == hookSamples:
 		return nil, fmt.Errorf("%w: !function %s is not %s", errNoPort, f.Name, kind)
 	}
 	return h, nil

@@ -50,6 +50,9 @@ def custom_fn(resps, docs):
 def starts(references, predictions, prefix=""):
     return float(predictions[0].startswith(prefix + references[0]))
 
+def shots():
+    return [{"q": "zero", "a": "0", "keep": True, "q2": "ZERO"}]
+
 def agg_max_len(items):
     return max(len(i[1]) for i in items)
 
@@ -394,5 +397,28 @@ func TestPythonBridgeRegisteredFilter(t *testing.T) {
 	}
 	if f, err := task.FilteredResponse("s", "no", l.Samples[0].Doc); err != nil || f != "NO?" {
 		t.Errorf("filtered %q, %v; want NO?", f, err)
+	}
+}
+
+// TestPythonBridgeSamples: fewshot_config.samples as a function (its
+// shots, called once with no arguments, as FewshotConfig's callable
+// samples are) through the bridge; refused without it.
+func TestPythonBridgeSamples(t *testing.T) {
+	body := pyHooksYAML + "num_fewshot: 1\nfewshot_config:\n  sampler: first_n\n  samples: !function utils.shots\n"
+	path := bridgeTask(t, body)
+	if _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "--python") {
+		t.Fatalf("without the bridge: %v, want a refusal naming --python", err)
+	}
+	withPython(t)
+	task, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := task.Load(filepath.Join(filepath.Dir(path), "test.jsonl"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := l.Samples[0].Prompt; p != "Q: ZERO\nA: 0\n\nQ: ONE\nA:" {
+		t.Errorf("prompt %q: want the function's shot before the document", p)
 	}
 }

@@ -51,6 +51,7 @@ func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHo
 		h.doc = func(*Map) (any, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
 		h.docs = func([]*Map) ([]*Map, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
 		h.results = func(*Map, []any) (*Map, error) { return nil, fmt.Errorf("!function %s: not run in a survey", f.Name) }
+		h.samples = func() (any, error) { return []any{}, nil }
 		return h, nil
 	}
 	d, err := b.describe(path, name)
@@ -85,6 +86,10 @@ func bridgedHook(f Function, path, name string, kind hookKind, why error) (*pyHo
 			}
 		}
 		return out, nil
+	}
+	h.samples = func() (any, error) {
+		v, err := b.call(what("fewshot_config.samples"), map[string]any{"op": "call0", "handle": h.handle})
+		return v, workerError(err)
 	}
 	h.aggregate = func(items []any) (any, error) {
 		v, err := b.call(what("aggregation"), map[string]any{"op": "agg", "handle": h.handle, "items": items})

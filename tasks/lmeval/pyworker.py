@@ -19,6 +19,8 @@ Ops:
   docs     {handle, docs}      -> list(fn(Dataset(docs)))
   results  {handle, doc, results} -> fn(doc, results) (a dict)
   agg      {handle, items}     -> fn(items)
+  call0    {handle}            -> fn() (a fewshot_config.samples function)
+  registered_filter {name}     -> {handle}: lm-eval's registered filter
   filter   {handle, kwargs, custom, resps, docs} -> the filter's apply
   metric   {handle, kwargs, gold, result, multiple} -> {metric: value, ...}
 """
@@ -292,6 +294,8 @@ class Worker:
             return out
         if op == "agg":
             return fn(req["items"])
+        if op == "call0":
+            return fn()
         if op == "filter":
             kwargs = req.get("kwargs") or {}
             if req.get("custom"):
