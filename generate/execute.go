@@ -209,7 +209,13 @@ func (x *executor) scoreStored(ctx context.Context) error {
 		x.sum.GenerationsReused++
 		for k, stt := range it.Statuses {
 			if stt == Answerable {
-				sc, warn := scoreSetting(it, it.Stored, k, x.opt.RunID, nil)
+				sc, warn, fatal := scoreSetting(it, it.Stored, k, x.opt.RunID, nil)
+				if fatal != nil {
+					if err := x.st.PutScores(ctx, scores); err != nil {
+						return fmt.Errorf("store scores: %w", err)
+					}
+					return fatal
+				}
 				if warn != "" {
 					x.sum.Unscorable = append(x.sum.Unscorable, warn)
 				}

@@ -204,7 +204,10 @@ func (c *collector) portion(ctx context.Context, st *store.Store, items []*Item)
 				x := NewScoreDigester(it.Job, it.Sample)
 				dg = &x
 			}
-			sc, warn := scoreSetting(it, &g, k, c.opt.RunID, dg)
+			sc, warn, fatal := scoreSetting(it, &g, k, c.opt.RunID, dg)
+			if fatal != nil {
+				return fatal
+			}
 			if warn != "" {
 				c.rep.Unscorable = append(c.rep.Unscorable, warn)
 			}

@@ -54,7 +54,13 @@ func writeResults(ctx context.Context, st *store.Store, results <-chan result, o
 			gens = append(gens, r.gen)
 			if r.gen.Finish != backends.FinishError && r.gen.Finish != backends.FinishContext {
 				for k := range r.it.Job.Settings {
-					sc, warn := scoreSetting(r.it, &r.gen, k, opt.RunID, nil)
+					sc, warn, fatal := scoreSetting(r.it, &r.gen, k, opt.RunID, nil)
+					if fatal != nil && firstErr == nil {
+						// The generation is kept; its scores are left to a
+						// later rescore.
+						firstErr = fatal
+						fail(fatal)
+					}
 					if warn != "" {
 						unscorable = append(unscorable, warn)
 					}

@@ -132,7 +132,7 @@ type LMEvalSample struct {
 	Target        string                    `json:"target"`
 	Arguments     map[string]map[string]any `json:"arguments"`
 	Resps         [][]string                `json:"resps"`
-	FilteredResps []string                  `json:"filtered_resps"`
+	FilteredResps []any                     `json:"filtered_resps"`
 	Filter        string                    `json:"filter"`
 	Metrics       []string                  `json:"metrics"`
 	DocHash       string                    `json:"doc_hash"`
@@ -252,6 +252,10 @@ type lmevalTask struct {
 	// metrics (named after the stop setting) and one per lm-eval filter
 	// the task's metric keys name ("exact_match,strict-match").
 	groups []lmevalGroup
+	// items are, for a metric a Python function aggregates, the samples
+	// file's values by "METRIC,FILTER" (the file's filter name), in the
+	// file's order: what the function aggregates.
+	items map[string][]any
 }
 
 // lmevalGroup is one lm-eval filter of a model's task: a column and the
@@ -268,7 +272,9 @@ type lmevalGroup struct {
 // an lm-eval YAML scores), or the key's lm-eval name and "".
 func splitKey(key string) (metric, part string) {
 	if i := strings.LastIndexByte(key, ','); i > 0 {
-		return key[:i], key[i+1:]
+		// A metric a Python function aggregates is stored as a corpus
+		// metric of its own name (lmeval.DeferredPrefix).
+		return strings.TrimPrefix(key[:i], lmeval.DeferredPrefix), key[i+1:]
 	}
 	return scoring.LMEvalName(key), ""
 }
@@ -445,7 +451,10 @@ func customAggregation(lm *lmeval.Task, metric string) bool {
 	for _, m := range lm.Metrics() {
 		if m.Name == metric {
 			_, corpus := scoring.Corpus(m.Name)
-			return m.Aggregation != "mean" && !corpus
+			// bleu, chrf, ter aggregate as themselves (with a bootstrap
+			// stderr); a corpus metric under a function of the task's
+			// (IFEval's agg_inst_level_acc) has none.
+			return m.Aggregation != "mean" && !(corpus && m.Aggregation == m.Name)
 		}
 	}
 	return false
@@ -548,6 +557,27 @@ func writeModel(root *os.Root, dir, folder string, now time.Time, m *lmevalModel
 		}
 		if lm != nil {
 			sampleLen = lastLen // lm-eval's: the last metric's count
+			// A metric a Python function aggregates (the bridge): the
+			// function on the samples file's values, as lm-eval
+			// aggregates them; its stderr, as lm-eval's for a function of
+			// the task's, N/A.
+			for _, g := range t.groups {
+				for _, mk := range g.metrics {
+					lmName, _ := splitKey(mk)
+					key := lmName + "," + g.filter
+					v, ok, err := lm.Aggregate(lmName, t.items[key])
+					if !ok {
+						continue
+					}
+					if err != nil {
+						return written, fmt.Errorf("task %s: %s: %w", task, key, err)
+					}
+					if f, isFloat := v.(float64); isFloat {
+						v = jsonFloat(f)
+					}
+					values[key], values[lmName+"_stderr,"+g.filter] = v, "N/A"
+				}
+			}
 		}
 		res.set("sample_len", sampleLen)
 		// lm-eval's order: filter by filter, each metric then its stderr.
@@ -913,6 +943,12 @@ func writeSamples(root *os.Root, name string, m *lmevalModel, t *lmevalTask) (ha
 					last = k
 				}
 				counts[k]++
+				if td.Info != nil && td.Info.LMEval != nil && td.Info.LMEval.PythonAggregated(mk) {
+					if t.items == nil {
+						t.items = map[string][]any{}
+					}
+					t.items[k] = append(t.items[k], line.MetricValues[mk])
+				}
 			}
 			b, err := line.MarshalJSON() // as written: json.Marshal would compact it
 			if err != nil {
@@ -1037,17 +1073,19 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 		docJSON = string(doc)
 	}
 	filtered := sc.Prediction
+	var filteredVal any = filtered
 	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
 		// The lm-eval filter's output on what the line's setting made of
-		// the continuation, as lm-eval's samples file writes it.
-		if f, err := td.Info.LMEval.FilteredResponse(g.part, sc.Prediction, sd.Doc); err == nil {
-			filtered = f
+		// the continuation, as lm-eval's samples file writes it: a str
+		// after take_first, else the list of the document's responses.
+		if v, err := td.Info.LMEval.FilteredValue(g.part, sc.Prediction, sd.Doc); err == nil {
+			filtered, filteredVal = lmeval.PyStr(v), sanitizeList(v)
 		}
 	}
 	line := LMEvalSample{
 		DocID: docID, Doc: doc, Target: target,
 		Arguments: map[string]map[string]any{"gen_args_0": {"arg_0": sd.Prompt, "arg_1": kwargs}},
-		Resps:     [][]string{{resp}}, FilteredResps: []string{filtered}, Filter: g.filter, Metrics: []string{},
+		Resps:     [][]string{{resp}}, FilteredResps: []any{filteredVal}, Filter: g.filter, Metrics: []string{},
 		DocHash: hashString(docJSON), PromptHash: hashString(sd.Prompt), TargetHash: hashString(target),
 		MetricValues: map[string]any{},
 		Tally: &TallyExtra{Task: td.Task, SampleID: sd.ID, Model: c.Model, Fingerprint: c.Fingerprint, Chat: c.Chat, Setting: c.Setting,
@@ -1075,8 +1113,22 @@ func lmevalLine(docID int, td *TaskData, g *lmevalGroup, sd *SampleData, sc *Sco
 			return line
 		}
 	}
+	var pyVals *lmeval.Map
+	if td.Info != nil && td.Info.LMEval != nil && g.part != "" && sc.Failed == "" {
+		// A metric function's values (the Python bridge), ints and floats
+		// as it gives them.
+		var md map[string]any
+		_ = json.Unmarshal(sd.Metadata, &md)
+		multi, _ := md[lmeval.MetaMultipleTarget].(bool)
+		pyVals, _ = td.Info.LMEval.PythonMetricValues(g.part, sc.Prediction, sd.Doc, sd.Refs, multi)
+	}
 	for _, m := range g.metrics {
 		lm, _ := splitKey(m)
+		if v, ok := pyVals.Get(lm); ok {
+			line.Metrics = append(line.Metrics, lm)
+			line.MetricValues[lm] = v
+			continue
+		}
 		if _, corpus := scoring.CorpusName(m); corpus {
 			// lm-eval's per-sample value of bleu, chrf and ter: the pair
 			// its aggregation scores, [gold, result].
@@ -1104,4 +1156,18 @@ func nonNil(xs []string) []string {
 		return []string{}
 	}
 	return xs
+}
+
+// sanitizeList is lm-eval's sanitize_list (lm_eval/utils.py), which its
+// EvaluationTracker applies to resps and filtered_resps: lists kept,
+// recursively, every other value its str().
+func sanitizeList(v any) any {
+	if l, ok := v.([]any); ok {
+		out := make([]any, len(l))
+		for i, e := range l {
+			out[i] = sanitizeList(e)
+		}
+		return out
+	}
+	return lmeval.PyStr(v)
 }

@@ -10,12 +10,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
 	"tally/datasets"
 	"tally/generate"
+	"tally/scoring"
 	"tally/store"
 	"tally/tasks"
 )
@@ -174,6 +176,9 @@ func (c *Checker) Fix(e store.Entry) (_ store.Entry, ok bool, err error) {
 			return e, false, err
 		}
 		vals, err := j.Score(e.Prediction, *smp)
+		if errors.Is(err, scoring.ErrUnavailable) {
+			return e, false, err
+		}
 		if err != nil {
 			vals = map[string]float64{generate.Unscorable: 1}
 		}

@@ -46,11 +46,27 @@ func RegisterCorpus(m CorpusMetric) {
 	corpus[m.Name] = m
 }
 
-// Corpus returns a registered corpus metric.
+// DeferredPrefix starts the name of a corpus metric that stands for a
+// metric aggregated elsewhere (an lm-eval task's Python aggregation
+// function, run where lm-eval's files are written: tally/tasks/lmeval's
+// bridge): each sample stores one statistic, 1, and the score of any
+// selection is undefined, so that tally's tables show such a metric as
+// n/a, never a number they did not compute. Every name with the prefix
+// is such a metric, registered or not.
+const DeferredPrefix = "py:"
+
+// Corpus returns a registered corpus metric (or the deferred metric of a
+// name with DeferredPrefix).
 func Corpus(name string) (CorpusMetric, bool) {
 	corpusMu.RLock()
 	defer corpusMu.RUnlock()
 	m, ok := corpus[name]
+	if !ok && strings.HasPrefix(name, DeferredPrefix) && len(name) > len(DeferredPrefix) {
+		return CorpusMetric{Name: name, Stats: 1, HigherIsBetter: true,
+			Reference: "aggregated where lm-eval's files are written (an lm-eval task's Python aggregation function)",
+			Sample:    func(string, []string) []float64 { return []float64{1} },
+			Score:     func([]float64) float64 { return math.NaN() }}, true
+	}
 	return m, ok
 }
 

@@ -8,6 +8,7 @@ package scoring
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +16,13 @@ import (
 
 	"tally/datasets"
 )
+
+// ErrUnavailable is wrapped by a scorer's error that is not the sample's
+// doing: the scorer itself can no longer run (a task's Python worker that
+// died or hung). A run that meets it stores no score for the sample (an
+// unscorable one would stand for a fault the sample does not have) and
+// ends with the error.
+var ErrUnavailable = errors.New("the scorer is unavailable")
 
 // Metric is the one definition of a metric: task scoring calls Score on
 // each truncated prediction of a sample, and `tally metric NAME` scores

@@ -58,6 +58,12 @@ func (c *Config) Variant(l Loaded, opt VariantOptions) variant.Record {
 			spec.Fields["fewshot_seed"] = fmt.Sprint(seed)
 		}
 		info.FewShot, info.Version = c.lm.NumFewshot(), c.lm.Version()
+		// The Python the bridge runs for it (lmeval.UsePython): each
+		// folder's .py files by digest, so a changed utils.py is another
+		// variant.
+		for dir, d := range c.lm.PythonModules() {
+			spec.Files[dir] = d
+		}
 		return variant.New(spec, info)
 	}
 	v := reflect.ValueOf(*c)

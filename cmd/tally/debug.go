@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -163,14 +164,18 @@ func newTokenizeCmd() *cobra.Command {
 }
 
 func newTasksCmd() *cobra.Command {
-	var lmevalDir string
+	var lmevalDir, python string
 	cmd := &cobra.Command{
 		Use:   "tasks [list]",
 		Short: "List the built-in tasks, or which lm-eval task files of a folder tally runs (--lm-eval DIR)",
 		Args:  listArg,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if lmevalDir != "" {
-				sv, err := lmeval.SurveyDir(lmevalDir)
+				survey := lmeval.SurveyDir
+				if python != "" || os.Getenv(lmeval.EnvPython) != "" {
+					survey = lmeval.SurveyDirBridged
+				}
+				sv, err := survey(lmevalDir)
 				if err != nil {
 					return err
 				}
@@ -180,6 +185,7 @@ func newTasksCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&lmevalDir, "lm-eval", "", "a checkout's lm_eval/tasks folder: list which task files load and why the others do not")
+	cmd.Flags().StringVar(&python, "python", "", pythonHelp+" (here: count what would load with it; no Python runs)")
 	return cmd
 }
 

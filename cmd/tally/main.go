@@ -20,6 +20,7 @@ import (
 	"tally/internal/lmevalcli"
 	"tally/internal/redact"
 	"tally/store"
+	"tally/tasks/lmeval"
 )
 
 // Exit statuses (documented in the README).
@@ -48,6 +49,7 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	interrupted := interrupts(cancel, os.Stderr, func(code int) { undoAtExit(); atomicfile.RemovePending(); os.Exit(code) })
 	err := newRoot().ExecuteContext(ctx)
+	stopPython()
 	cancel()
 	code := exitStatus(err, os.Stderr)
 	if interrupted.Load() && code != ExitInterrupted {
@@ -159,5 +161,31 @@ func understandLMEval(root *cobra.Command) {
 		}
 		return lmevalcli.FlagError(c.CommandPath(), c.Flags(), err)
 	})
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return lmevalcli.ApplyModelArgs(c.Flags()) }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := lmevalcli.ApplyModelArgs(c.Flags()); err != nil {
+			return err
+		}
+		usePython(c)
+		return nil
+	}
+}
+
+// pythonHelp is --python's help.
+const pythonHelp = "opt in to running lm-eval task folders' Python functions that tally has no Go port of, with this interpreter " +
+	"(e.g. python3; default $" + lmeval.EnvPython + "): this runs the task folder's code (docs/security.md)"
+
+// stopPython ends the Python bridge's worker, if a command started one.
+var stopPython = func() {}
+
+// usePython turns the Python bridge on for the command when its --python
+// flag or $TALLY_LMEVAL_PYTHON names an interpreter.
+func usePython(c *cobra.Command) {
+	python := ""
+	if f := c.Flags().Lookup("python"); f != nil {
+		python = f.Value.String()
+	}
+	if c.Name() == "tasks" {
+		return // the survey counts; it runs no Python
+	}
+	_, stopPython = lmeval.UsePython(c.Context(), python)
 }

@@ -70,6 +70,9 @@ type runFlags struct {
 	// by lmevalcli.ApplyModelArgs before the command runs.
 	fewshot   int
 	modelArgs string
+	// python is --python: the interpreter of the Python bridge (read by
+	// the root's pre-run, usePython).
+	python string
 	// deviceMemory is --device-memory as given ("" when not), and
 	// deviceBytes its value in bytes (validate parses it).
 	deviceMemory string
@@ -109,6 +112,7 @@ func (f *runFlags) register(cmd *cobra.Command, defModel string, defTasks []stri
 	fl.StringVar(&f.outputPath, "output-path", "", "also write lm-evaluation-harness files (results_*.json, samples_*.jsonl) under this folder")
 	fl.StringArrayVar(&f.set, "set", nil, "override a task config field, KEY=VALUE (repeatable; e.g. --set max_prompt_tokens=4000)")
 	fl.IntVar(&f.fewshot, "fewshot", 0, "solved examples put before each prompt (default: the task's; lm-eval's --num_fewshot)")
+	fl.StringVar(&f.python, "python", "", pythonHelp)
 	fl.StringVar(&f.modelArgs, "model-args", "", "lm-eval's --model_args: --model hf --model-args pretrained=PATH is --model PATH")
 	fl.MarkHidden("model-args")
 	fl.Bool("log-samples", false, "lm-eval's --log_samples: accepted; --output-path always writes the samples files")

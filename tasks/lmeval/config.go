@@ -106,6 +106,18 @@ type metricConfig struct {
 	// (a ported function's), is that value: a sample giving it is left
 	// out of the metric's scores.
 	skip *float64
+	// flatMean: the metric's values are lists, aggregated by a ported
+	// function that flattens and averages them (scored as statistics).
+	flatMean bool
+	// py is a metric function the Python bridge runs, with the entry's
+	// other keys as its keyword arguments.
+	py       *pyHook
+	pyKwargs *Map
+	// pyAgg is an aggregation function the bridge runs (pyAggregation);
+	// passthrough marks a registered metric whose per-sample value is the
+	// [gold, result] pair it aggregates.
+	pyAgg       *pyHook
+	passthrough bool
 }
 
 // config is a task file read and checked.
@@ -159,7 +171,7 @@ func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) 
 // hookFields are the fields whose !function tally runs where it has a
 // port: every other !function is refused.
 var hookFields = map[string]bool{"doc_to_text": true, "doc_to_target": true, "process_docs": true, "fewshot_config": true,
-	"process_results": true, "custom_dataset": true, "metric_list": true}
+	"process_results": true, "custom_dataset": true, "metric_list": true, "filter_list": true}
 
 // refuse builds the Refusal for a field.
 func (c *config) refuse(field, kind, format string, args ...any) *Refusal {
@@ -418,7 +430,7 @@ func (c *config) readFewshot() error {
 		for _, k := range m.Keys {
 			val := m.Vals[k]
 			field := "fewshot_config." + k
-			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" {
+			if f := findFunction(val); f != "" && k != "doc_to_text" && k != "doc_to_target" && k != "process_docs" && k != "samples" {
 				return c.refuse(field, "!function", "!function %s is Python code, which tally does not run", f)
 			}
 			switch k {
@@ -437,6 +449,19 @@ func (c *config) readFewshot() error {
 					fc.split = s
 				}
 			case "samples":
+				if f, isFn := val.(Function); isFn {
+					// A function giving the shots (FewshotConfig's samples
+					// callable): the Python bridge calls it, where opted in.
+					h, err := c.hook(field, f, hookSamples)
+					if err != nil {
+						return err
+					}
+					if val, err = h.samples(); err != nil {
+						return c.refuse(field, "!function", "%v", err)
+					}
+				} else if findFunction(val) != "" {
+					return c.refuse(field, "!function", "!function %s is Python code, which tally does not run here", findFunction(val))
+				}
 				list, isList := val.([]any)
 				if !isList {
 					return c.refuse(field, "bad value", "%s is not a list of documents", pyStr(val))
@@ -597,7 +622,22 @@ func (c *config) readMetrics() error {
 	if c.processResults != nil {
 		return c.readResultMetrics(v)
 	}
-	if f := findFunction(v); f != "" {
+	if list, isList := v.([]any); isList {
+		for i, e := range list {
+			m, isMap := e.(*Map)
+			if !isMap {
+				continue
+			}
+			for _, k := range m.Keys {
+				if _, isFn := m.Vals[k].(Function); isFn && (k == "metric" || k == "aggregation") {
+					continue
+				}
+				if f := findFunction(m.Vals[k]); f != "" {
+					return c.refuse(fmt.Sprintf("metric_list[%d].%s", i, k), "!function", "!function %s is Python code, which tally does not run here", f)
+				}
+			}
+		}
+	} else if f := findFunction(v); f != "" {
 		return c.refuse("metric_list", "!function", "!function %s is Python code, which tally does not run", f)
 	}
 	if !ok || v == nil {
@@ -616,6 +656,18 @@ func (c *config) readMetrics() error {
 		if !isMap {
 			return c.refuse(field, "bad value", "%s is not a mapping", pyStr(e))
 		}
+		if f, isFn := mustGet(m, "metric").(Function); isFn {
+			mc, err := c.pyMetric(m, field, f)
+			if err != nil {
+				return err
+			}
+			if seen[mc.name] {
+				return c.refuse(field, "bad value", "metric %s listed twice", mc.name)
+			}
+			seen[mc.name] = true
+			c.metrics = append(c.metrics, mc)
+			continue
+		}
 		name, _ := mustGet(m, "metric").(string)
 		if name == "" {
 			return c.refuse(field, "bad value", "no metric name")
@@ -624,6 +676,20 @@ func (c *config) readMetrics() error {
 			return c.refuse(field, "bad value", "metric %s listed twice", name)
 		}
 		seen[name] = true
+		if agg, isFn := mustGet(m, "aggregation").(Function); isFn {
+			if !passthroughMetrics[name] {
+				return c.refuse(field+".aggregation", "!function", "!function %s aggregating metric %s: tally runs an aggregation function for lm-eval's passthrough metrics (acc, f1, mcc, …) and metric functions", agg.Name, name)
+			}
+			mc := &metricConfig{name: name, higherIsBetter: true, passthrough: true, options: map[string]any{"passthrough": true}}
+			if hib, isBool := mustGet(m, "higher_is_better").(bool); isBool {
+				mc.higherIsBetter = hib
+			}
+			if err := c.pyAggregation(mc, field, agg); err != nil {
+				return err
+			}
+			c.metrics = append(c.metrics, mc)
+			continue
+		}
 		if cm, ok := scoring.Corpus(name); ok && corpusMetrics[name] {
 			mc, err := c.corpusMetric(m, field, cm)
 			if err != nil {
@@ -652,8 +718,11 @@ func (c *config) readMetrics() error {
 				}
 				mc.higherIsBetter = b
 			case "ignore_case", "ignore_punctuation", "ignore_numbers":
-				b, isBool := val.(bool)
-				if !isBool && val != nil {
+				// evaluate's exact_match tests each with "if": Python's
+				// truth (afrobench's afriqa files give ignore_punctuation
+				// a string, a YAML list that lost its key).
+				b, ok := pyTruth(val)
+				if !ok {
 					return c.refuse(field+"."+k, "bad value", "%s is not a bool", pyStr(val))
 				}
 				mc.options[k] = b
@@ -738,7 +807,15 @@ func (c *config) readResultMetrics(v any) error {
 			if err != nil {
 				return err
 			}
-			mc.aggregation, mc.skip = h.fn.Name, &h.meanSkipping
+			mc.aggregation = h.fn.Name
+			switch {
+			case h.bridged:
+				mc.pyAgg = h
+			case h.flatMean:
+				mc.flatMean = true
+			default:
+				mc.skip = &h.meanSkipping
+			}
 			mc.options["aggregation"] = map[string]any{"function": h.fn.Name, "module": h.digest}
 		default:
 			if agg != "mean" {
@@ -799,4 +876,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// pyTruth is Python's truth of a value ("if v:"), and whether it has one
+// tally knows (every value a task file holds does).
+func pyTruth(v any) (bool, bool) {
+	switch x := v.(type) {
+	case nil:
+		return false, true
+	case bool:
+		return x, true
+	case int64:
+		return x != 0, true
+	case float64:
+		return x != 0, true
+	case string:
+		return x != "", true
+	case []any:
+		return len(x) > 0, true
+	case *Map:
+		return x.Len() > 0, true
+	}
+	return false, false
 }

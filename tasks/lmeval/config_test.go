@@ -38,7 +38,7 @@ func TestRefusals(t *testing.T) {
 		{base + "generation_kwargs:\n  temperature: 0.7\n", "generation_kwargs.temperature"},
 		{base + "generation_kwargs:\n  num_beams: 4\n", "generation_kwargs.num_beams"},
 		{base + "filter_list:\n  - name: f\n    filter:\n      - function: majority_vote\n", "filter_list[0] (f).filter[0]"},
-		{base + "filter_list:\n  - name: f\n    filter:\n      - function: !function utils.Filter\n", "filter_list"},
+		{base + "filter_list:\n  - name: f\n    filter:\n      - function: !function utils.Filter\n", "filter_list[0] (f).filter[0].function"},
 		{base + "filter_list:\n  - name: f\n    filter:\n      - function: regex\n        regex_pattern: '(a)(?(1)b)'\n", "filter_list[0] (f).filter[0].regex_pattern"},
 		{base + "filter_list:\n  - name: f\n    filter:\n      - function: take_first\n      - function: lowercase\n", "filter_list[0] (f).filter[1]"},
 		{base + "repeats: 5\n", "repeats"},

@@ -48,6 +48,18 @@ func (t *Task) GenerationKwargs() *Map {
 // a string as sanitize_list does (str(): a list or a mapped value by its
 // Python repr).
 func (t *Task) FilteredResponse(filter, resp string, docJSON []byte) (string, error) {
+	v, err := t.FilteredValue(filter, resp, docJSON)
+	if err != nil {
+		return "", err
+	}
+	return pyStr(v), nil
+}
+
+// FilteredValue is the filter pipeline's output for a response to a
+// document as Python holds it: a str after take_first, else the list of
+// the document's responses (which lm-eval's samples file writes as a
+// list).
+func (t *Task) FilteredValue(filter, resp string, docJSON []byte) (any, error) {
 	var doc *Map
 	if len(docJSON) > 0 {
 		if v, err := decodeJSON(docJSON); err == nil {
@@ -60,11 +72,11 @@ func (t *Task) FilteredResponse(filter, resp string, docJSON []byte) (string, er
 		}
 		out, err := f.apply(resp, doc, pyre.NewBudget(utf8.RuneCountInString(resp)+utf8.RuneCount(docJSON)))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		return pyStr(out), nil
+		return out, nil
 	}
-	return "", fmt.Errorf("task %s has no filter %q", t.c.task, filter)
+	return nil, fmt.Errorf("task %s has no filter %q", t.c.task, filter)
 }
 
 // PyStr is Python's str() of a value a task's document or target holds
@@ -185,6 +197,12 @@ func (t *Task) ToDict(runtime *Map, configSource string) *Map {
 				out.Set(k, ml)
 				continue
 			}
+			if k == "filter_list" {
+				// A filter's callable (a bridged class or filter_fn) is
+				// nested: json.dumps' default writes str() of it.
+				out.Set(k, t.nestedHooks(v))
+				continue
+			}
 			out.Set(k, cloneValue(v))
 		} else if d, ok := defaults[k]; ok {
 			out.Set(k, d)
@@ -238,6 +256,28 @@ func (t *Task) hookText(f Function, top bool) string {
 		return h.serialized()
 	}
 	return h.repr
+}
+
+// nestedHooks copies v with each !function in it as str() of its
+// callable.
+func (t *Task) nestedHooks(v any) any {
+	switch x := v.(type) {
+	case Function:
+		return t.hookText(x, false)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = t.nestedHooks(e)
+		}
+		return out
+	case *Map:
+		out := NewMap()
+		for _, k := range x.Keys {
+			out.Set(k, t.nestedHooks(x.Vals[k]))
+		}
+		return out
+	}
+	return cloneValue(v)
 }
 
 // TaskConfigFields are TaskConfig's fields in the dataclass's order, as

@@ -30,6 +30,11 @@ type filterStep struct {
 	// multi_choice_regex's options for matching the document's choices.
 	ignoreCase, ignorePunct bool
 	ignoreRes               []*pyre.Regexp
+	// py is a filter the Python bridge runs (pyhooks.go), with the step's
+	// other keys; pyCustom for lm-eval's "custom" filter's filter_fn.
+	py       *pyHook
+	pyKwargs *Map
+	pyCustom bool
 }
 
 // readFilters reads filter_list; absent, lm-eval's default pipeline
@@ -90,6 +95,15 @@ func (c *config) readFilters() error {
 }
 
 func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
+	if f, isFn := mustGet(m, "function").(Function); isFn {
+		return c.pyFilterStep(m, field, f, false)
+	}
+	if f, isFn := mustGet(m, "filter_fn").(Function); isFn && mustGet(m, "function") == "custom" {
+		return c.pyFilterStep(m, field, f, true)
+	}
+	if f := findFunction(m); f != "" {
+		return filterStep{}, c.refuse(field, "!function", "!function %s is Python code, which tally does not run here", f)
+	}
 	fn, _ := mustGet(m, "function").(string)
 	st := filterStep{function: fn, fallback: "[invalid]"}
 	args := map[string]any{}
@@ -102,8 +116,14 @@ func (c *config) readFilterStep(m *Map, field string) (filterStep, error) {
 		"multi_choice_regex": {"regex_pattern", "group_select", "fallback", "ignore_case", "ignore_punctuation", "regexes_to_ignore"},
 		"remove_whitespace":  nil, "lowercase": nil, "uppercase": nil, "map": {"mapping_dict", "default_value"}}
 	keys, known := allowed[fn]
-	if !known {
-		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)", fn)
+	if !known && fn != "" {
+		// A filter lm-eval registers (its own, or a task module's
+		// @register_filter): the Python bridge runs it, where opted in.
+		if st, ok, err := c.registeredFilter(m, field, fn); ok || err != nil {
+			return st, err
+		}
+		return st, c.refuse(field, "filter "+fn, "filter function %s is not supported (regex, multi_choice_regex, take_first, remove_whitespace, lowercase, uppercase, map)%s",
+			fn, strings.Replace(optInHint, "runs it in Python", "runs lm-eval's registered filter of that name in Python", 1))
 	}
 	for _, k := range sortedKeys(args) {
 		ok := false
@@ -203,7 +223,7 @@ var errNoMapping = errors.New("map filter: the response has no mapping and the f
 // (multi_choice_regex its choices).
 func (p *pipeline) needsDoc() bool {
 	for _, st := range p.steps {
-		if st.function == "multi_choice_regex" {
+		if st.function == "multi_choice_regex" || st.py != nil {
 			return true
 		}
 	}
@@ -220,6 +240,18 @@ func (p *pipeline) apply(resp string, doc *Map, b *pyre.Budget) (any, error) {
 	for _, st := range p.steps {
 		if st.function == "take_first" {
 			first, took = list[0], true
+			continue
+		}
+		if st.py != nil {
+			out, err := st.pyApply(list, doc)
+			if err != nil {
+				return nil, fmt.Errorf("filter %s: %w", p.name, err)
+			}
+			if l, isList := out.([]any); isList {
+				list = l
+			} else {
+				first, took = out, true
+			}
 			continue
 		}
 		for i, r := range list {

@@ -23,8 +23,10 @@ import (
 // would (a partial's keyword arguments, a module-level literal, the
 // folder the module sits in), and a module that differs by one byte is
 // refused with its digest, since tally cannot know what the changed code
-// does. tally runs no Python: a user needs only lm-eval's task folder (its
-// YAML and .py files, as in its repository at the commit tally follows).
+// does. A port runs no Python: a user needs only lm-eval's task folder
+// (its YAML and .py files, as in its repository at the commit tally
+// follows). A function with no port is refused, unless the user opted in
+// to the Python bridge (pybridge.go, pyhooks.go), which runs it in Python.
 // lm-eval looks for the module beside the YAML file that names it first
 // (lm_eval/tasks/_yaml_loader.py _import_func_in_yml), which is where
 // tally looks; a module lm-eval would import from elsewhere (a dotted
@@ -66,8 +68,26 @@ type pyHook struct {
 	// aggregation.
 	meanSkipping float64
 	aggregation  bool
-	// digest is the module's SHA-256 (it enters the scoring spec).
+	// aggregate is a bridged aggregation function: the metric's values in,
+	// its aggregate out.
+	aggregate func(items []any) (any, error)
+	// samples is a bridged fewshot_config.samples function: called with
+	// no arguments, the shots out.
+	samples func() (any, error)
+	// flatMean is an aggregation that flattens lists of numbers and
+	// averages them (IFEval's agg_inst_level_acc): each sample's list is
+	// kept as the statistics [sum, length] (hooks_ifeval.go).
+	flatMean bool
+	// digest is the module's SHA-256 (it enters the scoring spec); for a
+	// bridged hook, modulesDigest's identity of its folder's Python.
 	digest string
+	// bridged: the Python bridge runs it (pyhooks.go), as the worker's
+	// callable handle; class when it is a class (a filter).
+	bridged bool
+	bridge  *pyBridge
+	handle  int
+	class   bool
+	name    string // the callable's __name__ (a metric function's name)
 }
 
 // serialized is what TaskConfig.to_dict writes for the callable at the
@@ -88,11 +108,15 @@ const (
 	hookResults
 	hookDataset
 	hookAggregation
+	hookFilter
+	hookMetric
+	hookSamples
 )
 
 func (k hookKind) String() string {
 	return [...]string{"a document function", "a process_docs function", "a process_results function", "a custom_dataset function",
-		"an aggregation function"}[k]
+		"an aggregation function", "a filter", "a metric function",
+		"a few-shot samples function"}[k]
 }
 
 // datasetSpec is what a ported custom_dataset function loads: the
@@ -202,11 +226,24 @@ func resolveHook(f Function, kind hookKind) (*pyHook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: !function %s: %v", errNoPort, f.Name, err)
 	}
+	h, err := portedHook(f, m, digest, name, kind)
+	if errors.Is(err, errNoPort) {
+		// No Go port: the Python bridge runs it, where the user opted in.
+		return bridgedHook(f, path, name, kind, err)
+	}
+	return h, err
+}
+
+// portedHook is the Go port of a module's function (errNoPort when there
+// is none for kind).
+func portedHook(f Function, m *pyModule, digest, name string, kind hookKind) (*pyHook, error) {
+	path := m.path
 	hm := hookModules[digest]
 	if hm == nil {
 		return nil, fmt.Errorf("%w: !function %s is Python code tally has no port of (%s, SHA-256 %s…)", errNoPort, f.Name, filepath.Base(path), digest[:12])
 	}
 	var h *pyHook
+	var err error
 	if def, ok := hm.defs[name]; ok && defSource(m.src, name) != "" {
 		if h, err = def(m, nil); err != nil {
 			return nil, fmt.Errorf("!function %s (%s): %w", f.Name, hm.where, err)
@@ -224,7 +261,8 @@ func resolveHook(f Function, kind hookKind) (*pyHook, error) {
 	h.fn, h.path, h.digest = f, path, digest
 	switch {
 	case kind == hookDoc && h.doc == nil, kind == hookDocs && h.docs == nil, kind == hookResults && h.results == nil,
-		kind == hookDataset && h.dataset == nil, kind == hookAggregation && !h.aggregation:
+		kind == hookDataset && h.dataset == nil, kind == hookAggregation && !h.aggregation,
+		kind == hookFilter, kind == hookMetric, kind == hookSamples:
 		return nil, fmt.Errorf("%w: !function %s is not %s", errNoPort, f.Name, kind)
 	}
 	return h, nil

@@ -133,6 +133,21 @@ func TestSurveyLMEval(t *testing.T) {
 	if total != 4586 || loads < 3000 {
 		t.Errorf("%d of %d generate_until task files load, want at least 3,000 of 4,586", loads, total)
 	}
+	// With the Python bridge (--python): what the bridge runs loads too.
+	bsv, err := SurveyDirBridged(filepath.Join(lmevalref.LMEval(t), "lm_eval", "tasks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bloads, brefused, _ := bsv.Counts()
+	t.Logf("with the Python bridge: %d load; refused: %v", bloads, brefused)
+	if bloads < 4100 {
+		t.Errorf("with the Python bridge %d of %d load, want at least 4,100", bloads, total)
+	}
+	for _, e := range bsv.Entries {
+		if e.Status == "refused" && strings.Contains(e.Message, "--python") {
+			t.Errorf("%s: refused with the bridge on, saying to turn it on: %s", e.File, e.Message)
+		}
+	}
 }
 
 // FuzzPythonSource: the readers of Python source (partials, function

@@ -34,7 +34,19 @@ type Survey struct {
 // tells which generate_until tasks tally loads and, for the others, why
 // not. No data is read: a template that fails only on a document is
 // found when the task runs.
-func SurveyDir(dir string) (*Survey, error) {
+func SurveyDir(dir string) (*Survey, error) { return survey(dir, false) }
+
+// SurveyDirBridged is SurveyDir with the Python bridge on (UsePython):
+// a !function tally has no Go port of counts as loading when its module
+// file is there and the bridge runs that kind of function. No Python
+// runs: whether the module imports (its own imports installed) is found
+// when the task loads.
+func SurveyDirBridged(dir string) (*Survey, error) { return survey(dir, true) }
+
+func survey(dir string, bridged bool) (*Survey, error) {
+	if bridged {
+		defer surveyWithBridge()()
+	}
 	sv := &Survey{Dir: dir}
 	err := walkTaskFiles(dir, func(path string) error {
 		rel, _ := filepath.Rel(dir, path)

@@ -30,6 +30,14 @@
 // What tally cannot reproduce is refused with one line naming the field
 // (*Refusal): Python code it has no port of (!function, class), other
 // output types, other metrics and filters, sampling.
+//
+// Opt-in (UsePython: tally's --python), the functions with no Go port run
+// in Python instead, in one worker process of the user's interpreter
+// (pybridge.go; pyhooks.go says how each is called): process_docs,
+// doc_to_text and doc_to_target functions, process_results, filter
+// classes and custom filter functions, metric functions. Such a task's
+// variant and scoring key on the digest of its functions' folder's .py
+// files (Task.PythonModules).
 package lmeval
 
 import (
@@ -688,6 +696,9 @@ func (t *Task) ScoringSpec() string {
 		IgnoreCase  bool     `json:"ignore_case,omitempty"`
 		IgnorePunct bool     `json:"ignore_punctuation,omitempty"`
 		Ignore      []string `json:"regexes_to_ignore,omitempty"`
+		// a Python filter's: its folder's Python and its options
+		Module string `json:"module,omitempty"`
+		Kwargs *Map   `json:"kwargs,omitempty"`
 	}
 	type pipe struct {
 		Name  string `json:"name"`
@@ -714,6 +725,9 @@ func (t *Task) ScoringSpec() string {
 			}
 			if s.re != nil {
 				st.Pattern, st.Fallback = s.re.String(), s.fallback
+			}
+			if s.py != nil {
+				st.Module, st.Kwargs = s.py.digest, s.pyKwargs
 			}
 			p.Steps = append(p.Steps, st)
 		}
@@ -761,10 +775,29 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 			}
 			if h := t.c.processResults; h != nil {
 				vals, err := h.results(doc, []any{res})
+				if err != nil && h.bridged {
+					return nil, err // the bridge's error names the function
+				}
 				if err != nil {
 					return nil, fmt.Errorf("process_results %s: %w", h.fn.Name, err)
 				}
 				for _, k := range vals.Keys {
+					if m := t.metric(k); m != nil && m.pyAgg != nil {
+						// Aggregated in Python from values made again
+						// when lm-eval's files are written.
+						out[scoring.CorpusStatKey(DeferredPrefix+k, 0, ","+f.name)] = 1
+						continue
+					}
+					if m := t.metric(k); m != nil && m.flatMean {
+						st, err := flatStats(vals.Vals[k])
+						if err != nil {
+							return nil, fmt.Errorf("process_results %s: %s: %w", h.fn.Name, k, err)
+						}
+						for i, x := range st {
+							out[scoring.CorpusStatKey(k, i, ","+f.name)] = x
+						}
+						continue
+					}
 					x, ok := number(vals.Vals[k])
 					if !ok {
 						return nil, fmt.Errorf("process_results %s: %s is %s, not a number", h.fn.Name, k, pyStr(vals.Vals[k]))
@@ -777,6 +810,31 @@ func (t *Task) Scorer() func(pred string, s datasets.Sample) (map[string]float64
 				continue
 			}
 			for _, m := range t.c.metrics {
+				if m.pyAgg != nil {
+					if m.py != nil {
+						// The function runs, so that its errors are the
+						// sample's, as in lm-eval.
+						if _, err := m.pyScore(res, gold, multipleTarget); err != nil {
+							return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+						}
+					}
+					out[scoring.CorpusStatKey(DeferredPrefix+m.name, 0, ","+f.name)] = 1
+					continue
+				}
+				if m.py != nil {
+					vals, err := m.pyScore(res, gold, multipleTarget)
+					if err != nil {
+						return nil, fmt.Errorf("%s,%s: %w", m.name, f.name, err)
+					}
+					for _, k := range vals.Keys {
+						x, ok := number(vals.Vals[k])
+						if !ok {
+							return nil, fmt.Errorf("metric %s: %s is %s, not a number", m.py.fn.Name, k, pyStr(vals.Vals[k]))
+						}
+						out[k+","+f.name] = x
+					}
+					continue
+				}
 				if m.corpus != nil {
 					st, err := m.corpusStats(res, gold, multipleTarget)
 					if err != nil {
