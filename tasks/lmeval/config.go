@@ -151,6 +151,21 @@ type config struct {
 	customDataset  *datasetSpec
 }
 
+// hookField resolves field of raw, a !function, with hook (nil: raw has
+// no such field); a value that is not a function is refused.
+func (c *config) hookField(raw *Map, field string, kind hookKind) (*pyHook, Function, error) {
+	v, ok := raw.Get(field)
+	if !ok || v == nil {
+		return nil, Function{}, nil
+	}
+	f, isFn := v.(Function)
+	if !isFn {
+		return nil, f, c.refuse(field, field, "%s is not a function", pyStr(v))
+	}
+	h, err := c.hook(field, f, kind)
+	return h, f, err
+}
+
 // hook resolves a !function of the config for field, refusing one tally
 // has no port of as it refuses Python code.
 func (c *config) hook(field string, f Function, kind hookKind) (*pyHook, error) {
@@ -235,33 +250,15 @@ func parseConfig(file string, raw *Map) (*config, error) {
 			c.tags = append(c.tags, pyStr(e))
 		}
 	}
-	if v, ok := raw.Get("process_docs"); ok && v != nil {
-		f, isFn := v.(Function)
-		if !isFn {
-			return nil, c.refuse("process_docs", "process_docs", "%s is not a function", pyStr(v))
-		}
-		if c.processDocs, err = c.hook("process_docs", f, hookDocs); err != nil {
-			return nil, err
-		}
+	if c.processDocs, _, err = c.hookField(raw, "process_docs", hookDocs); err != nil {
+		return nil, err
 	}
-	if v, ok := raw.Get("process_results"); ok && v != nil {
-		f, isFn := v.(Function)
-		if !isFn {
-			return nil, c.refuse("process_results", "process_results", "%s is not a function", pyStr(v))
-		}
-		if c.processResults, err = c.hook("process_results", f, hookResults); err != nil {
-			return nil, err
-		}
+	if c.processResults, _, err = c.hookField(raw, "process_results", hookResults); err != nil {
+		return nil, err
 	}
-	if v, ok := raw.Get("custom_dataset"); ok && v != nil {
-		f, isFn := v.(Function)
-		if !isFn {
-			return nil, c.refuse("custom_dataset", "custom_dataset", "%s is not a function", pyStr(v))
-		}
-		h, err := c.hook("custom_dataset", f, hookDataset)
-		if err != nil {
-			return nil, err
-		}
+	if h, f, err := c.hookField(raw, "custom_dataset", hookDataset); err != nil {
+		return nil, err
+	} else if h != nil {
 		// lm-eval calls it with **metadata, **dataset_kwargs.
 		kw := NewMap()
 		for _, key := range []string{"metadata", "dataset_kwargs"} {
