@@ -185,6 +185,9 @@ func (m *Model) memoryInput(free int64, promptTokens, maxNew, requests int) Memo
 	c := m.cfg
 	var weights int64
 	for _, s := range weightSpecs(c, m.lay) {
+		if s.panels && m.useSplit() {
+			continue // held once (see splitModel.weight)
+		}
 		n := int64(s.dtype(m.lay).Size())
 		for _, d := range s.graphDims(m.lay) {
 			n *= int64(d)
