@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -194,6 +195,43 @@ func (s *splitModel) close() {
 	s.graphs, s.flips = nil, nil
 }
 
+// graphRefs collects what params creates for a graph: the weights it
+// reads (in the order of its parameters), and the flat shapes given to
+// matrices read as panels, which no product may read (a reshape of a
+// buffer the step does not own is a copy of it on every step).
+type graphRefs struct {
+	weights []weightRef
+	unread  []*Node
+	names   []string // unread's weights
+}
+
+// reached returns the index of a node of nodes that outputs depend on,
+// or -1.
+func reached(outputs, nodes []*Node) int {
+	if len(nodes) == 0 {
+		return -1
+	}
+	want := map[*Node]int{}
+	for i, n := range nodes {
+		want[n] = i
+	}
+	seen := map[*Node]bool{}
+	stack := slices.Clone(outputs)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if i, ok := want[n]; ok {
+			return i
+		}
+		stack = append(stack, n.Inputs()...)
+	}
+	return -1
+}
+
 // partNodes are the weights of a split graph that belong to no layer.
 type partNodes struct {
 	embed, norm *Node
@@ -206,9 +244,9 @@ type partNodes struct {
 // second time as panels under the one-graph step is held once here, and
 // read in the shape its product with rows rows uses (rowDot: panels when
 // small); a graph reading it as panels also gets the flat shape as a
-// reshape of them, which no product runs (rowDot reads only the shape it
-// multiplies by, and unused nodes are not executed).
-func (s *splitModel) params(g *Graph, lay layout, r [2]int, part, rows int, lp *layerParams, refs *[]weightRef) (nodes partNodes) {
+// reshape of them, which no product may run (rowDot reads only the shape
+// it multiplies by, and unused nodes are not executed; build checks it).
+func (s *splitModel) params(g *Graph, lay layout, r [2]int, part, rows int, lp *layerParams, refs *graphRefs) (nodes partNodes) {
 	for i := r[0]; i < r[1]; i++ {
 		sp := s.specs[i]
 		if sp.panels {
@@ -225,11 +263,12 @@ func (s *splitModel) params(g *Graph, lay layout, r [2]int, part, rows int, lp *
 			pd := s.specs[i+1].graphDims(lay)
 			mat.panels = Parameter(g, sp.name+" (panels)", shapes.Make(sp.dtype(lay), pd...))
 			mat.flat = Reshape(mat.panels, fd...)
+			refs.unread, refs.names = append(refs.unread, mat.flat), append(refs.names, sp.name)
 		} else {
 			n = Parameter(g, sp.name, shapes.Make(sp.dtype(lay), fd...))
 			mat.flat = n
 		}
-		*refs = append(*refs, ref)
+		refs.weights = append(refs.weights, ref)
 		name := sp.name
 		if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
 			_, name, _ = strings.Cut(rest, ".")
@@ -373,7 +412,7 @@ func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k s
 	R, C, D := k.rows, k.chunk, c.HiddenSize
 	act := func(name string, dims ...int) *Node { return Parameter(g, name, shapes.Make(dtypes.Float32, dims...)) }
 	var outputs []*Node
-	var refs []weightRef
+	var refs graphRefs
 	rs := s.ranges(k.part, 0)
 	switch k.part {
 	case splitFirst:
@@ -426,7 +465,10 @@ func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k s
 			outputs = []*Node{linear(lay, rmsNorm(hLast, norm, c.RMSNormEps), head, nil, inOut, c.VocabSize)}
 		}
 	}
-	sg = &splitGraph{weights: refs}
+	if i := reached(outputs, refs.unread); i >= 0 {
+		panic(fmt.Sprintf("internal: the graph reads %s flat, as a copy of its panels", refs.names[i]))
+	}
+	sg = &splitGraph{weights: refs.weights}
 	g.Compile(outputs...)
 	sg.g = g
 	return sg, nil
