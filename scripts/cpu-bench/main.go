@@ -144,7 +144,7 @@ type result struct {
 	DecodeLong  float64   `json:"decode_long,omitempty"`
 	// OtherCores is the CPU other processes took while the engine ran,
 	// in cores (see cpuMeter).
-	OtherCores float64 `json:"other_cores"`
+	OtherCores *float64 `json:"other_cores,omitempty"`
 }
 
 // --- the model ---
@@ -638,12 +638,13 @@ func startCPUMeter(pid int) *cpuMeter {
 }
 
 // others is the CPU other processes took since start, in cores.
-func (c *cpuMeter) others() float64 {
+func (c *cpuMeter) others() *float64 {
 	wall := time.Since(c.start).Seconds()
 	if wall <= 0 {
-		return 0
+		return nil
 	}
-	return max(0, (busySeconds()-c.busy)-(ownSeconds(c.pid)-c.own)) / wall
+	v := max(0, (busySeconds()-c.busy)-(ownSeconds(c.pid)-c.own)) / wall
+	return &v
 }
 
 // clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
@@ -1001,7 +1002,11 @@ func others(rs []result) string {
 	}
 	var parts []string
 	for _, r := range rs {
-		parts = append(parts, fmt.Sprintf("%.1f", r.OtherCores))
+		if r.OtherCores == nil {
+			parts = append(parts, "?") // measured before the meter
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%.1f", *r.OtherCores))
 	}
 	return strings.Join(parts, " ")
 }
