@@ -33,8 +33,9 @@
 #     v0.6.5 converts a BF16 checkpoint's matrices to F16).
 #
 # Environment: WEIGHTS (default "F16 BF16"), PHASES (default "short long"),
-# ROUNDS (default 1; a round of both phases and checkpoints takes about
-# 10 minutes on 2 cores), OLLAMA_MARCH (see (c)), DTYPE (tally's --dtype,
+# ROUNDS (default 1; a round of both phases and checkpoints takes 5
+# minutes with AVX-512 and 7 with AVX2 on a quiet 2-core machine, 15 or
+# more on a loaded one), OLLAMA_MARCH (see (c)), DTYPE (tally's --dtype,
 # default auto), GOMLX_SIMD_AVX512=false / GOMLX_SIMD_AVX2=false (tally's
 # kernels, see docs/speed.md).
 set -euo pipefail
