@@ -101,6 +101,21 @@ func cacheBucket(n int) int {
 // of a power of two instead of a power of two.
 const fineCache = 8192
 
+// cacheLen is the KV cache length a run of need tokens allocates:
+// cacheLength on the one-graph step (a graph per length), and on the split
+// step, whose graphs do not depend on it, need in whole key blocks
+// (splitCacheLength).
+func (m *Model) cacheLen(need int) int {
+	if m.useSplit() {
+		return splitCacheLength(need)
+	}
+	return cacheLength(need)
+}
+
+// splitCacheLength is the split step's KV cache length for n tokens: n
+// rounded up to whole key blocks (kvBlock).
+func splitCacheLength(n int) int { return roundUp(max(n, 1), kvBlock) }
+
 // cacheLength is the KV cache length allocated for n tokens: cacheBucket
 // up to fineCache, then a multiple of an eighth of cacheBucket(n) (so a
 // 128k prompt plus budget gets 160k rows, not 256k).
@@ -442,7 +457,7 @@ func (m *Model) Generate(ctx context.Context, reqs []backends.Request, sink back
 	for _, j := range jobs {
 		need = max(need, len(j.seq)+j.budget)
 	}
-	length := cacheLength(need)
+	length := m.cacheLen(need)
 	plan, err := m.planRun(jobs, need)
 	if err != nil {
 		for _, j := range jobs {

@@ -100,8 +100,8 @@ func TestRefill(t *testing.T) {
 		if decode != 1 {
 			t.Errorf("decode graphs for %d shapes, want 1", decode)
 		}
-		if st.Compilations != 4*len(shapes) {
-			t.Errorf("%d compilations for %d step shapes, want 4 each", st.Compilations, len(shapes))
+		if st.Compilations != 4*len(shapes)+len(m.sp.flips) {
+			t.Errorf("%d compilations for %d step shapes and %d weight reshapes, want 4 a shape and 1 a reshape", st.Compilations, len(shapes), len(m.sp.flips))
 		}
 	} else {
 		// One decode graph per (batch, cache length, attended-prefix

@@ -44,10 +44,12 @@ func (k graphKey) String() string {
 
 // matrix is the parameter of a weight matrix: flat as the product reads
 // it, and, for a small matrix whose contraction is split into panels on
-// the pure-Go backend (weightSpec.panels), the same values held as
-// [panels, panel, out] (nil otherwise), so that no step reshapes a weight:
-// the pure-Go backend's Reshape copies a buffer it does not own, and a
-// weight is never its own.
+// the pure-Go backend (weightSpec.panels), the same values as [panels,
+// panel, out] (nil otherwise), so that no step reshapes a weight: the
+// pure-Go backend's Reshape copies a buffer it does not own, and a weight
+// is never its own. The one-graph step holds such a matrix twice; the
+// split step (split.go), the pure-Go backend's, holds it once and gives a
+// graph the parameter of the shape it multiplies by (splitModel.params).
 type matrix struct{ flat, panels *Node }
 
 // layerParams are the parameter nodes of one decoder block.

@@ -49,8 +49,9 @@ import (
 // where each kernel sums a panel in order) summed in order by ReduceSum,
 // which adds them one after another as the large kernel does. Small
 // weight matrices are held [in, out], padded to widths the kernels agree
-// on (weightDims), and, when their contraction splits, held a second time
-// as panels (see matrix); the attention keys are counted in steps that
+// on (weightDims), and, when their contraction splits, read as panels
+// too (see matrix: the split step holds the one buffer in the shape the
+// graph at hand reads); the attention keys are counted in steps that
 // keep panels whole (keyCount); a narrow value head is padded
 // (valueWidth); the portable kernels' products get rows in multiples of
 // 3. Weights that are large for any row count (K·N ≥ 4Mi) are multiplied
@@ -120,7 +121,7 @@ func (v invariance) contraction(k int) int {
 
 // splits reports whether a k×n weight matrix is small and its
 // contraction longer than one panel: rowDot then splits it into panels
-// when its rows are few, and the model holds it twice (see matrix).
+// when its rows are few, and reads it as panels (see matrix).
 func (v invariance) splits(k, n int) bool {
 	return v.smallMatrix(k, n) && k > v.panel
 }
@@ -205,6 +206,13 @@ func (v invariance) large(batch, m, k, n int) bool {
 	return m*k*n >= smallProduct
 }
 
+// usesPanels reports whether rowDot multiplies a [batch×]m×k·k×n product
+// by panels (its contraction split, the right operand read as panels):
+// when the contraction is longer than one panel and the product is small.
+func (v invariance) usesPanels(batch, m, k, n int) bool {
+	return k > v.panel && !v.large(batch, m, k, n)
+}
+
 // rowDot returns lhs·rhs in float32, for lhs [M,K] and rhs [K,N], or lhs
 // [B,M,K] and rhs [B,K,N] (B a batch axis): half-precision operands
 // accumulate in float32. Each row's result depends only on that row of
@@ -222,7 +230,7 @@ func (v invariance) rowDot(lhs *Node, n int, rhs, panels func() *Node) *Node {
 		b = lhs.Shape().Dim(0)
 	}
 	m, k := lhs.Shape().Dim(-2), lhs.Shape().Dim(-1)
-	if k <= v.panel || v.large(b, m, k, n) {
+	if !v.usesPanels(b, m, k, n) {
 		if batched {
 			return dotF32(lhs, []int{2}, []int{0}, rhs(), []int{1}, []int{0})
 		}

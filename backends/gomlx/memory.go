@@ -47,7 +47,8 @@ type MemoryInput struct {
 	ReserveBytes int64
 	// NoScores is true when attention never holds its scores (the pure-Go
 	// backend's split step computes it block by block): the workspace is
-	// then the activations alone.
+	// then the activations alone, and the cache length need not be a
+	// bucket (splitCacheLength).
 	NoScores bool
 }
 
@@ -57,7 +58,8 @@ type MemoryPlan struct {
 	// Batch is the number of cache rows (requests decoded together).
 	Batch int
 	// CacheLength is the KV cache length in tokens (a bucket ≥ the longest
-	// prompt plus budget).
+	// prompt plus budget; on the split step that length in whole key
+	// blocks).
 	CacheLength int
 	// KeyBuckets are the attended-key lengths graphs are compiled for.
 	KeyBuckets []int
@@ -147,6 +149,9 @@ func PlanMemory(in MemoryInput) (MemoryPlan, error) {
 		reserve = 256<<20 + in.FreeBytes/20
 	}
 	T := cacheLength(in.PromptTokens + max(in.MaxNewTokens, 1))
+	if in.NoScores {
+		T = splitCacheLength(in.PromptTokens + max(in.MaxNewTokens, 1))
+	}
 	p := MemoryPlan{CacheLength: T, FreeBytes: in.FreeBytes, WeightBytes: in.WeightBytes, ReserveBytes: reserve}
 	p.KeyBuckets = keyBuckets(T)
 	row := in.KVBytesPerToken * int64(T)
@@ -185,6 +190,9 @@ func (m *Model) memoryInput(free int64, promptTokens, maxNew, requests int) Memo
 	c := m.cfg
 	var weights int64
 	for _, s := range weightSpecs(c, m.lay) {
+		if s.panels && m.useSplit() {
+			continue // held once (see splitModel.weight)
+		}
 		n := int64(s.dtype(m.lay).Size())
 		for _, d := range s.graphDims(m.lay) {
 			n *= int64(d)

@@ -607,6 +607,13 @@ func newModel(cfg Config, lay layout, host [][]float32, tok StreamTokenizer, opt
 			x = padMatrix(transpose(x, s.dims[0], s.dims[1]), s.dims[1], s.dims[0], fd[0], fd[1])
 		}
 		held = x
+		if s.panels && lay.inv.on {
+			// The split step holds a matrix once, in the shape each graph
+			// reads it in (see splitModel.weight).
+			m.weights = append(m.weights, nil)
+			host[i] = nil
+			continue
+		}
 		t, err := weightTensor(backend, s.dtype(lay), dims, x)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -737,6 +744,9 @@ func (m *Model) Close() error {
 			m.sp.close()
 		}
 		for _, t := range m.weights {
+			if t == nil {
+				continue
+			}
 			if err := t.FinalizeAll(); err != nil {
 				errs = append(errs, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -65,6 +66,21 @@ const (
 	outArgmax                 // decode: each row's next id [R] int32
 )
 
+// splitGraph is a compiled graph of the split step and the weights it
+// reads, in the order of its parameters.
+type splitGraph struct {
+	g       *Graph
+	weights []weightRef
+}
+
+// weightRef is a weight a split graph reads: the offset of its spec in
+// one of the graph's weight ranges (splitModel.ranges), and whether the
+// graph reads it as panels.
+type weightRef struct {
+	part, offset int
+	panels       bool
+}
+
 // splitKey identifies one compiled graph of the split step.
 type splitKey struct {
 	part  splitPart
@@ -80,7 +96,7 @@ func (k splitKey) String() string {
 // splitModel is a model's split step: its graphs and the weights each
 // part takes.
 type splitModel struct {
-	graphs map[splitKey]*Graph
+	graphs map[splitKey]*splitGraph
 	kern   *stepKernels
 	// specs are the weights in canonical order (weightSpecs); in[l],
 	// post[l] and down[l] the index ranges of layer l's specs: its input
@@ -90,13 +106,14 @@ type splitModel struct {
 	in, post, down [][2]int
 	head           [2]int // the final norm and the LM head (with its panels)
 	tiedHead       bool   // the LM head is the embedding (held once)
-	firstArgs      []any
-	postArgs       [][]any // layer l's post
-	preArgs        [][]any // layer l's down, layer l+1's in
-	lastArgs       []any
-	compiling      time.Duration // spent compiling graphs so far
-	scale          float32
-	cos, ssin      []float32 // the current step's RoPE tables
+	// form says of each weight whether it is held as panels ([P, panel,
+	// out]) now; flips are the graphs that reshape a weight between its
+	// two shapes in place (see weight).
+	form      []bool
+	flips     map[string]*Graph
+	compiling time.Duration // spent compiling graphs so far
+	scale     float32
+	cos, ssin []float32 // the current step's RoPE tables
 }
 
 // useSplit reports whether m runs the split step: on the pure-Go backend.
@@ -105,7 +122,7 @@ func (m *Model) useSplit() bool { return m.lay.inv.on }
 // newSplitModel prepares the split step of m.
 func newSplitModel(m *Model) (*splitModel, error) {
 	c := m.cfg
-	s := &splitModel{graphs: map[splitKey]*Graph{}, kern: stepKernelsFor(kernelFamily()),
+	s := &splitModel{graphs: map[splitKey]*splitGraph{}, kern: stepKernelsFor(kernelFamily()),
 		specs: weightSpecs(c, m.lay), scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 	checkStepKernels(s.kern)
 	L := c.NumLayers
@@ -146,72 +163,143 @@ func newSplitModel(m *Model) (*splitModel, error) {
 		return nil, errors.New("internal: no embedding or final norm")
 	}
 	s.tiedHead = s.head[1]-s.head[0] == 1
-	args := func(ranges ...[2]int) []any {
-		var out []any
-		for _, r := range ranges {
-			for _, w := range m.weights[r[0]:r[1]] {
-				out = append(out, w)
-			}
-		}
-		return out
-	}
-	s.firstArgs = args([2]int{0, 1}, s.in[0])
-	for l := range L {
-		s.postArgs = append(s.postArgs, args(s.post[l]))
-		if l < L-1 {
-			s.preArgs = append(s.preArgs, args(s.down[l], s.in[l+1]))
-		}
-	}
-	s.lastArgs = args(s.down[L-1], s.head)
-	if s.tiedHead {
-		s.lastArgs = append(s.lastArgs, m.weights[0])
-	}
+	s.form = make([]bool, len(s.specs))
+	s.flips = map[string]*Graph{}
 	return s, nil
+}
+
+// ranges are the index ranges of the weights a graph of part reads at
+// layer l, in the order of its parameters.
+func (s *splitModel) ranges(part splitPart, l int) [][2]int {
+	switch part {
+	case splitFirst:
+		return [][2]int{{0, 1}, s.in[0]}
+	case splitPost:
+		return [][2]int{s.post[l]}
+	case splitPre:
+		return [][2]int{s.down[l], s.in[l+1]}
+	}
+	r := [][2]int{s.down[len(s.down)-1], s.head}
+	if s.tiedHead {
+		r = append(r, [2]int{0, 1}) // the embedding, as the LM head
+	}
+	return r
 }
 
 // close releases the split step's graphs.
 func (s *splitModel) close() {
 	for _, g := range s.graphs {
+		g.g.Finalize()
+	}
+	for _, g := range s.flips {
 		g.Finalize()
 	}
-	s.graphs = nil
+	s.graphs, s.flips = nil, nil
 }
 
-// params creates the parameters of specs[r[0]:r[1]] and assigns them to
-// lp (layer weights, by name) or, for the head range, to the returned
-// final norm and LM head.
-func (s *splitModel) params(g *Graph, lay layout, r [2]int, lp *layerParams) (norm *Node, head matrix) {
-	var last *matrix
-	for _, sp := range s.specs[r[0]:r[1]] {
-		n := Parameter(g, sp.name, shapes.Make(sp.dtype(lay), sp.graphDims(lay)...))
-		if sp.panels {
-			last.panels = n
+// graphRefs collects what params creates for a graph: the weights it
+// reads (in the order of its parameters), and the flat shapes given to
+// matrices read as panels, which no product may read (a reshape of a
+// buffer the step does not own is a copy of it on every step).
+type graphRefs struct {
+	weights []weightRef
+	unread  []*Node
+	names   []string // unread's weights
+}
+
+// reached returns the index of a node of nodes that outputs depend on,
+// or -1.
+func reached(outputs, nodes []*Node) int {
+	if len(nodes) == 0 {
+		return -1
+	}
+	want := map[*Node]int{}
+	for i, n := range nodes {
+		want[n] = i
+	}
+	seen := map[*Node]bool{}
+	stack := slices.Clone(outputs)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
 			continue
 		}
+		seen[n] = true
+		if i, ok := want[n]; ok {
+			return i
+		}
+		stack = append(stack, n.Inputs()...)
+	}
+	return -1
+}
+
+// partNodes are the weights of a split graph that belong to no layer.
+type partNodes struct {
+	embed, norm *Node
+	head        matrix
+}
+
+// params creates the parameters of the weights in range r, the part-th
+// of the graph's (see ranges), and assigns them to lp (layer weights, by
+// name) or the returned nodes, recording each in refs. A matrix held a
+// second time as panels under the one-graph step is held once here, and
+// read in the shape its product with rows rows uses (rowDot: panels when
+// small); a graph reading it as panels also gets the flat shape as a
+// reshape of them, which no product may run (rowDot reads only the shape
+// it multiplies by, and unused nodes are not executed; build checks it).
+func (s *splitModel) params(g *Graph, lay layout, r [2]int, part, rows int, lp *layerParams, refs *graphRefs) (nodes partNodes) {
+	for i := r[0]; i < r[1]; i++ {
+		sp := s.specs[i]
+		if sp.panels {
+			continue // with its matrix, before
+		}
+		ref := weightRef{part: part, offset: i - r[0]}
+		fd := sp.graphDims(lay)
+		var n *Node
+		var mat matrix
+		if i+1 < len(s.specs) && s.specs[i+1].panels {
+			ref.panels = lay.inv.usesPanels(1, roundUp(rows, max(lay.inv.rows, 1)), fd[0], fd[1])
+		}
+		if ref.panels {
+			pd := s.specs[i+1].graphDims(lay)
+			mat.panels = Parameter(g, sp.name+" (panels)", shapes.Make(sp.dtype(lay), pd...))
+			mat.flat = Reshape(mat.panels, fd...)
+			refs.unread, refs.names = append(refs.unread, mat.flat), append(refs.names, sp.name)
+		} else {
+			n = Parameter(g, sp.name, shapes.Make(sp.dtype(lay), fd...))
+			mat.flat = n
+		}
+		refs.weights = append(refs.weights, ref)
 		name := sp.name
 		if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
 			_, name, _ = strings.Cut(rest, ".")
 		}
-		mat := func(m *matrix) { m.flat = n; last = m }
 		switch name {
+		case "model.embed_tokens.weight":
+			nodes.embed = n
+		case "model.norm.weight":
+			nodes.norm = n
+		case "lm_head.weight":
+			nodes.head = mat
 		case "input_layernorm.weight":
 			lp.inNorm = n
 		case "post_attention_layernorm.weight":
 			lp.postNorm = n
 		case "self_attn.q_proj.weight":
-			mat(&lp.q)
+			lp.q = mat
 		case "self_attn.k_proj.weight":
-			mat(&lp.k)
+			lp.k = mat
 		case "self_attn.v_proj.weight":
-			mat(&lp.v)
+			lp.v = mat
 		case "self_attn.o_proj.weight":
-			mat(&lp.o)
+			lp.o = mat
 		case "mlp.gate_proj.weight":
-			mat(&lp.gate)
+			lp.gate = mat
 		case "mlp.up_proj.weight":
-			mat(&lp.up)
+			lp.up = mat
 		case "mlp.down_proj.weight":
-			mat(&lp.down)
+			lp.down = mat
 		case "self_attn.q_proj.bias":
 			lp.qBias = n
 		case "self_attn.k_proj.bias":
@@ -226,15 +314,63 @@ func (s *splitModel) params(g *Graph, lay layout, r [2]int, lp *layerParams) (no
 			lp.upBias = n
 		case "mlp.down_proj.bias":
 			lp.downBias = n
-		case "model.norm.weight":
-			norm = n
-		case "lm_head.weight":
-			mat(&head)
 		default:
 			panic(fmt.Sprintf("split step: unknown weight %s", sp.name))
 		}
 	}
-	return norm, head
+	return nodes
+}
+
+// weight returns weight i (an index of Model.weights) held in the shape a
+// graph reads it in: flat, or as panels. A matrix the split step holds
+// once is reshaped in place when the graph reads the other shape: a graph
+// that takes its buffer (donated) and returns it reshaped, which the
+// pure-Go backend does without copying it.
+func (m *Model) weight(i int, panels bool) (*tensors.Tensor, error) {
+	s := m.sp
+	t := m.weights[i]
+	if t == nil {
+		return nil, fmt.Errorf("internal: weight %s not held", s.specs[i].name)
+	}
+	if s.form[i] == panels {
+		return t, nil
+	}
+	to := s.specs[i].graphDims(m.lay)
+	if panels {
+		to = s.specs[i+1].graphDims(m.lay)
+	}
+	from := t.Shape()
+	key := fmt.Sprint(from, to)
+	g, ok := s.flips[key]
+	if !ok {
+		var err error
+		if g, err = buildReshape(m.backend, from, to); err != nil {
+			return nil, err
+		}
+		s.flips[key] = g
+		m.stats.Compilations++
+	}
+	d, err := DonateTensorBuffer(t, m.backend, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reshape weight %s: %w", s.specs[i].name, err)
+	}
+	m.weights[i] = nil
+	out := g.Run(d)[0]
+	m.weights[i], s.form[i] = out, panels
+	return out, nil
+}
+
+// buildReshape compiles the graph that reshapes a tensor of shape from to
+// dims to.
+func buildReshape(backend mlbackends.Backend, from shapes.Shape, to []int) (g *Graph, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("build reshape %s -> %v: %v", from, to, r)
+		}
+	}()
+	g = NewGraph(backend, fmt.Sprintf("reshape_%v_%v", from.Dimensions, to))
+	g.Compile(Reshape(Parameter(g, "w", from), to...))
+	return g, nil
 }
 
 // qkv is layer lp's queries, keys and values of x [R,C,D] ([R,C,H·hd],
@@ -263,25 +399,28 @@ func afterMLP(c Config, lay layout, x, act *Node, lp *layerParams) *Node {
 }
 
 // build compiles the graph of k.
-func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k splitKey) (g *Graph, err error) {
+func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k splitKey) (sg *splitGraph, err error) {
+	var g *Graph
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("build graph %s: %v", k, r)
 			if g != nil {
 				g.Finalize()
-				g = nil
 			}
+			sg = nil
 		}
 	}()
 	g = NewGraph(backend, k.String())
 	R, C, D := k.rows, k.chunk, c.HiddenSize
 	act := func(name string, dims ...int) *Node { return Parameter(g, name, shapes.Make(dtypes.Float32, dims...)) }
 	var outputs []*Node
+	var refs graphRefs
+	rs := s.ranges(k.part, 0)
 	switch k.part {
 	case splitFirst:
 		var lp layerParams
-		embed := Parameter(g, s.specs[0].name, shapes.Make(s.specs[0].dtype(lay), s.specs[0].graphDims(lay)...))
-		s.params(g, lay, s.in[0], &lp)
+		embed := s.params(g, lay, rs[0], 0, R*C, nil, &refs).embed
+		s.params(g, lay, rs[1], 1, R*C, &lp, &refs)
 		tokens := Parameter(g, "tokens", shapes.Make(dtypes.Int32, R, C))
 		x := Gather(embed, ExpandAxes(tokens, -1)) // [R,C,D]
 		if x.DType() != dtypes.Float32 {
@@ -291,23 +430,27 @@ func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k s
 		outputs = []*Node{x, q, kk, v}
 	case splitPost:
 		var lp layerParams
-		s.params(g, lay, s.post[0], &lp)
+		s.params(g, lay, rs[0], 0, R*C, &lp, &refs)
 		x, gate, up := postAttention(c, lay, act("x", R, C, D), act("attention", R, C, c.NumHeads*c.HeadDim), &lp)
 		outputs = []*Node{x, gate, up}
 	case splitPre:
 		var cur, next layerParams
-		s.params(g, lay, s.down[0], &cur)
-		s.params(g, lay, s.in[1], &next)
+		s.params(g, lay, rs[0], 0, R*C, &cur, &refs)
+		s.params(g, lay, rs[1], 1, R*C, &next, &refs)
 		x := afterMLP(c, lay, act("x", R, C, D), act("activation", R, C, c.IntermediateSize), &cur)
 		q, kk, v := qkv(c, lay, x, &next)
 		outputs = []*Node{x, q, kk, v}
 	case splitLast:
 		var lp layerParams
-		L := c.NumLayers
-		s.params(g, lay, s.down[L-1], &lp)
-		norm, head := s.params(g, lay, s.head, nil)
+		headRows := R
+		if k.out == outAll {
+			headRows = R * C
+		}
+		s.params(g, lay, rs[0], 0, R*C, &lp, &refs)
+		nodes := s.params(g, lay, rs[1], 1, headRows, nil, &refs)
+		norm, head := nodes.norm, nodes.head
 		if s.tiedHead {
-			head = matrix{flat: Parameter(g, s.specs[0].name, shapes.Make(s.specs[0].dtype(lay), s.specs[0].graphDims(lay)...))}
+			head = matrix{flat: s.params(g, lay, rs[2], 2, headRows, nil, &refs).embed}
 		}
 		x := afterMLP(c, lay, act("x", R, C, D), act("activation", R, C, c.IntermediateSize), &lp)
 		inOut := lay.headInOut(c)
@@ -324,12 +467,17 @@ func (s *splitModel) build(backend mlbackends.Backend, c Config, lay layout, k s
 			outputs = []*Node{linear(lay, rmsNorm(hLast, norm, c.RMSNormEps), head, nil, inOut, c.VocabSize)}
 		}
 	}
+	if i := reached(outputs, refs.unread); i >= 0 {
+		panic(fmt.Sprintf("internal: the graph reads %s flat, as a copy of its panels", refs.names[i]))
+	}
+	sg = &splitGraph{weights: refs.weights}
 	g.Compile(outputs...)
-	return g, nil
+	sg.g = g
+	return sg, nil
 }
 
 // splitGraph returns the compiled graph of k, compiling it on first use.
-func (m *Model) splitGraph(k splitKey) (*Graph, error) {
+func (m *Model) splitGraph(k splitKey) (*splitGraph, error) {
 	if m.closed {
 		return nil, errors.New("model is closed")
 	}
@@ -407,12 +555,21 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 	}
 	defer func() { _ = act.FinalizeAll() }()
 	attFlat, actFlat := flat(att), flat(act)
-	run := func(k splitKey, args []any, extra ...any) ([]*tensors.Tensor, error) {
+	run := func(k splitKey, l int, extra ...any) ([]*tensors.Tensor, error) {
 		g, err := m.splitGraph(k)
 		if err != nil {
 			return nil, err
 		}
-		return g.Run(append(args[:len(args):len(args)], extra...)...), nil
+		rs := s.ranges(k.part, l)
+		args := make([]any, 0, len(g.weights)+len(extra))
+		for _, w := range g.weights {
+			t, err := m.weight(rs[w.part][0]+w.offset, w.panels)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, t)
+		}
+		return g.g.Run(append(args, extra...)...), nil
 	}
 	donate := func(x *tensors.Tensor) (any, error) {
 		d, err := DonateTensorBuffer(x, m.backend, 0)
@@ -422,7 +579,7 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 		return d, nil
 	}
 	tok := tensors.FromFlatDataAndDimensions(tokens, R, C)
-	outs, err := run(splitKey{part: splitFirst, rows: R, chunk: C}, s.firstArgs, tok)
+	outs, err := run(splitKey{part: splitFirst, rows: R, chunk: C}, 0, tok)
 	_ = tok.FinalizeAll()
 	if err != nil {
 		return nil, err
@@ -441,7 +598,7 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 		if err != nil {
 			return nil, err
 		}
-		if outs, err = run(splitKey{part: splitPost, rows: R, chunk: C}, s.postArgs[l], xd, att); err != nil {
+		if outs, err = run(splitKey{part: splitPost, rows: R, chunk: C}, l, xd, att); err != nil {
 			return nil, err
 		}
 		x, gate, up := outs[0], outs[1], outs[2]
@@ -451,7 +608,7 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 			return nil, err
 		}
 		if l < L-1 {
-			if outs, err = run(splitKey{part: splitPre, rows: R, chunk: C}, s.preArgs[l], xd, act); err != nil {
+			if outs, err = run(splitKey{part: splitPre, rows: R, chunk: C}, l, xd, act); err != nil {
 				return nil, err
 			}
 			continue
@@ -462,7 +619,7 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 			lastT = tensors.FromFlatDataAndDimensions(last, R)
 			extra = append(extra, lastT)
 		}
-		outs, err = run(splitKey{part: splitLast, rows: R, chunk: C, out: out}, s.lastArgs, append([]any{xd, act}, extra...)...)
+		outs, err = run(splitKey{part: splitLast, rows: R, chunk: C, out: out}, l, append([]any{xd, act}, extra...)...)
 		if lastT != nil {
 			_ = lastT.FinalizeAll()
 		}

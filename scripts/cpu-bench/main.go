@@ -2,16 +2,20 @@
 // on the same random Llama weights (see scripts/cpu-bench.sh, which builds
 // the anchor Ollama and runs the steps below).
 //
-//	cpu-bench model -out DIR            # random 76M Llama, F16 safetensors, tokenizer
+//	cpu-bench model -out DIR [-dtype BF16]  # random 76M Llama, F16 (or BF16) safetensors, tokenizer
 //	cpu-bench native -model DIR         # one JSON line: native batch 1 and 8
-//	cpu-bench ollama -name NAME -pid P  # one JSON line: Ollama at OLLAMA_HOST
-//	cpu-bench report -model DIR A.json B.json  # the table, with the roofline
+//	cpu-bench native -model DIR -phase long  # one JSON line: native 4k and 16k-token prompts
+//	cpu-bench ollama -name NAME -pid P [-phase long] [-log serve.log]  # the same for Ollama at OLLAMA_HOST
+//	cpu-bench report -model DIR A.json B.json ...  # the table, with the roofline and ratios
 //	cpu-bench native -model DIR -dtype float32  # the native engine in another --dtype
 //	cpu-bench compare A1.json B1.json A2.json B2.json ...  # per-round ratios to the first engine, and medians
 //
-// Every run uses the same prompts (about 270 tokens each, 128 new tokens):
-// one warm-up prompt, 8 prompts one at a time (batch 1), 8 other prompts at
-// once (batch 8), distinct so that no server-side prompt cache helps.
+// The short phase (the default) runs the same prompts on every engine
+// (about 270 tokens each, 128 new tokens): one warm-up prompt, 8 prompts one
+// at a time (batch 1), 8 other prompts at once (batch 8), distinct so that
+// no server-side prompt cache helps. The long phase runs one warm-up
+// prompt, then one prompt of 4,096 and one of 16,384 tokens at batch 1,
+// 16 new tokens after each.
 package main
 
 import (
@@ -50,7 +54,17 @@ import (
 const (
 	hidden, layers, heads, kvHeads, inter, vocab = 768, 12, 12, 4, 2048, 512
 	promptTokens, newTokens, nPrompts            = 270, 128, 8
+	// maxContext is the model's context: room for the long phase.
+	maxContext = 32768
+	// longNew is the number of new tokens after each long prompt.
+	longNew = 16
 )
+
+// longPrompts are the long phase's prompt lengths, in tokens.
+var longPrompts = []int{4096, 16384}
+
+// longContext is the context the long phase asks Ollama for.
+const longContext = 16384 + 2*longNew
 
 func main() {
 	if len(os.Args) < 2 {
@@ -71,6 +85,7 @@ func main() {
 		dir := fs.String("model", "", "model directory")
 		dtype := fs.String("dtype", "auto", "the products' dtype (tally --dtype): auto, float32, bfloat16 or float16")
 		prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+		phase := fs.String("phase", "short", "short (270-token prompts, batch 1 and 8) or long (4k and 16k-token prompts)")
 		fs.Parse(args)
 		if *prof != "" {
 			f, perr := os.Create(*prof)
@@ -85,14 +100,16 @@ func main() {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		err = runNative(ctx, *dir, gomlx.DType(*dtype))
+		err = runNative(ctx, *dir, gomlx.DType(*dtype), *phase)
 	case "ollama":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		dir := fs.String("model", "", "model directory (for the tokenizer)")
 		name := fs.String("name", "", "Ollama model name")
 		pid := fs.Int("pid", 0, "ollama serve pid (its runner's peak RSS is reported)")
+		phase := fs.String("phase", "short", "short or long (see native)")
+		logFile := fs.String("log", "", "the server's log, for the CPU features ggml reports")
 		fs.Parse(args)
-		err = runOllama(ctx, *dir, *name, *pid)
+		err = runOllama(ctx, *dir, *name, *pid, *phase, *logFile)
 	case "report":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		dir := fs.String("model", "", "model directory (for its weight bytes)")
@@ -110,14 +127,24 @@ func main() {
 	}
 }
 
-// result is one engine's measurements.
+// result is one engine's measurements in one phase.
 type result struct {
 	Engine   string  `json:"engine"`
-	Prefill1 float64 `json:"prefill1"` // prompt tok/s, batch 1
-	Decode1  float64 `json:"decode1"`  // new tok/s after the first, batch 1
-	Prefill8 float64 `json:"prefill8"` // prompt tok/s, 8 at once
-	Decode8  float64 `json:"decode8"`  // total new tok/s, 8 at once
-	PeakRSS  int64   `json:"peak_rss"` // bytes
+	Kernels  string  `json:"kernels,omitempty"` // the CPU kernels the engine runs
+	Weights  string  `json:"weights,omitempty"` // the checkpoint's dtype (config.json's torch_dtype)
+	Phase    string  `json:"phase,omitempty"`   // "short" (or "") or "long"
+	Prefill1 float64 `json:"prefill1"`          // prompt tok/s, batch 1
+	Decode1  float64 `json:"decode1"`           // new tok/s after the first, batch 1
+	Prefill8 float64 `json:"prefill8"`          // prompt tok/s, 8 at once
+	Decode8  float64 `json:"decode8"`           // total new tok/s, 8 at once
+	PeakRSS  int64   `json:"peak_rss"`          // bytes
+	// The long phase: prompt tok/s of each long prompt (longPrompts), and
+	// new tok/s after the longest.
+	PrefillLong []float64 `json:"prefill_long,omitempty"`
+	DecodeLong  float64   `json:"decode_long,omitempty"`
+	// OtherCores is the CPU other processes took while the engine ran,
+	// in cores (see cpuMeter).
+	OtherCores *float64 `json:"other_cores,omitempty"`
 }
 
 // --- the model ---
@@ -149,14 +176,14 @@ func writeModel(out, dtype string) error {
 			"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama",
 			"hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
 			"num_attention_heads": heads, "num_key_value_heads": kvHeads, "head_dim": hidden / heads,
-			"hidden_act": "silu", "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
+			"hidden_act": "silu", "max_position_embeddings": maxContext, "rms_norm_eps": 1e-5,
 			"rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": vocab,
 			"torch_dtype": map[string]string{"F16": "float16", "BF16": "bfloat16"}[dtype], "bos_token_id": nil, "eos_token_id": eos,
 		},
 		"tokenizer_config.json": map[string]any{
 			"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
 			"add_bos_token": false, "add_eos_token": false,
-			"model_max_length": 2048, "tokenizer_class": "Qwen2Tokenizer",
+			"model_max_length": maxContext, "tokenizer_class": "Qwen2Tokenizer",
 		},
 		"generation_config.json": map[string]any{"do_sample": false, "eos_token_id": eos},
 	}
@@ -302,18 +329,9 @@ func prompts(tok *tokenizer.Tokenizer, set int) ([]string, [][]int, error) {
 	var texts []string
 	var ids [][]int
 	for i := range n {
-		text := prompt(set*100+i, promptTokens)
-		enc, err := tok.Encode(text, false)
+		text, enc, err := promptOf(tok, set*100+i, promptTokens)
 		if err != nil {
-			return nil, nil, fmt.Errorf("encode prompt: %w", err)
-		}
-		if len(enc) < promptTokens {
-			return nil, nil, fmt.Errorf("prompt has %d tokens, want ≥ %d", len(enc), promptTokens)
-		}
-		enc = enc[:promptTokens]
-		text, err = tok.Decode(enc, false)
-		if err != nil {
-			return nil, nil, fmt.Errorf("decode prompt: %w", err)
+			return nil, nil, err
 		}
 		texts = append(texts, text)
 		ids = append(ids, enc)
@@ -321,9 +339,79 @@ func prompts(tok *tokenizer.Tokenizer, set int) ([]string, [][]int, error) {
 	return texts, ids, nil
 }
 
+// promptOf is seeded text of exactly tokens tokens of tok, and its ids.
+func promptOf(tok *tokenizer.Tokenizer, seed, tokens int) (string, []int, error) {
+	text := prompt(seed, tokens)
+	enc, err := tok.Encode(text, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode prompt: %w", err)
+	}
+	if len(enc) < tokens {
+		return "", nil, fmt.Errorf("prompt has %d tokens, want ≥ %d", len(enc), tokens)
+	}
+	enc = enc[:tokens]
+	text, err = tok.Decode(enc, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("decode prompt: %w", err)
+	}
+	return text, enc, nil
+}
+
+// longSet returns the long phase's prompts: a short warm-up, then one of
+// each of longPrompts' lengths.
+func longSet(tok *tokenizer.Tokenizer) ([]string, [][]int, error) {
+	var texts []string
+	var ids [][]int
+	for i, n := range append([]int{promptTokens}, longPrompts...) {
+		text, enc, err := promptOf(tok, 300+i, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		texts = append(texts, text)
+		ids = append(ids, enc)
+	}
+	return texts, ids, nil
+}
+
+// measureLong runs the long phase through gen (each call one prompt,
+// maxNew new tokens).
+func measureLong(tok *tokenizer.Tokenizer, r *result, gen func(ids [][]int, maxNew int) (timing, error)) error {
+	_, ids, err := longSet(tok)
+	if err != nil {
+		return err
+	}
+	r.Phase = "long"
+	for i, p := range ids {
+		t, err := gen([][]int{p}, longNew)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			r.PrefillLong = append(r.PrefillLong, rate(len(p), t.prefill))
+			r.DecodeLong = rate(t.tokens, t.decode)
+		}
+	}
+	return nil
+}
+
+// weightsOf is the torch_dtype of the model in dir ("F16" or "BF16").
+func weightsOf(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		DType string `json:"torch_dtype"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return map[string]string{"float16": "F16", "bfloat16": "BF16"}[c.DType]
+}
+
 // --- native ---
 
-func runNative(ctx context.Context, dir string, dtype gomlx.DType) error {
+func runNative(ctx context.Context, dir string, dtype gomlx.DType, phase string) error {
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return fmt.Errorf("load tokenizer: %w", err)
@@ -333,24 +421,35 @@ func runNative(ctx context.Context, dir string, dtype gomlx.DType) error {
 		return fmt.Errorf("open native model: %w", err)
 	}
 	defer m.Close()
-	gen := func(ids [][]int) (prefill, decode float64, err error) {
+	gen := func(ids [][]int, maxNew int) (timing, error) {
 		reqs := make([]backends.Request, len(ids))
 		for i := range ids {
-			reqs[i] = backends.Request{Index: i, PromptIDs: ids[i], MaxTokens: newTokens}
+			reqs[i] = backends.Request{Index: i, PromptIDs: ids[i], MaxTokens: maxNew}
 		}
 		return timed(len(ids), func(each func(int, int)) error {
 			return m.Generate(ctx, reqs, func(ev backends.Event) bool {
-				if len(ev.IDs) > 0 {
+				if len(ev.IDs) > 0 || ev.Done {
 					each(ev.Index, len(ev.IDs))
 				}
 				return true
 			})
-		}, len(ids)*promptTokens)
+		})
 	}
-	r := result{Engine: "tally native (" + m.Kernels() + ", products in " + m.Arithmetic().Products + ")"}
-	if err := measure(tok, &r, gen); err != nil {
+	kernels := m.Kernels() + ", products in " + m.Arithmetic().Products
+	r := result{Engine: "tally native (" + kernels + ")", Kernels: kernels, Weights: weightsOf(dir)}
+	meter := startCPUMeter(0)
+	switch phase {
+	case "long":
+		err = measureLong(tok, &r, gen)
+	case "short", "":
+		err = measure(tok, &r, gen)
+	default:
+		err = fmt.Errorf("phase %q: want short or long", phase)
+	}
+	if err != nil {
 		return err
 	}
+	r.OtherCores = meter.others()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		r.PeakRSS = ru.Maxrss * 1024
@@ -358,8 +457,9 @@ func runNative(ctx context.Context, dir string, dtype gomlx.DType) error {
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
-// measure runs the warm-up set and the batch-1 and batch-8 sets through gen.
-func measure(tok *tokenizer.Tokenizer, r *result, gen func(ids [][]int) (float64, float64, error)) error {
+// measure runs the warm-up set and the batch-1 and batch-8 sets through
+// gen (newTokens new tokens a prompt).
+func measure(tok *tokenizer.Tokenizer, r *result, gen func(ids [][]int, maxNew int) (timing, error)) error {
 	for set := range 3 {
 		_, ids, err := prompts(tok, set)
 		if err != nil {
@@ -367,68 +467,86 @@ func measure(tok *tokenizer.Tokenizer, r *result, gen func(ids [][]int) (float64
 		}
 		switch set {
 		case 0:
-			if _, _, err := gen(ids); err != nil {
+			if _, err := gen(ids, newTokens); err != nil {
 				return err
 			}
 		case 1:
-			var pt, dt float64 // summed times over the prompts, one at a time
+			var sum timing // over the prompts, one at a time
 			for _, p := range ids {
-				pre, dec, err := gen([][]int{p})
+				t, err := gen([][]int{p}, newTokens)
 				if err != nil {
 					return err
 				}
-				pt += promptTokens / pre
-				dt += (newTokens - 1) / dec
+				sum.prefill += t.prefill
+				sum.decode += t.decode
+				sum.tokens += t.tokens
 			}
-			r.Prefill1 = float64(len(ids)*promptTokens) / pt
-			r.Decode1 = float64(len(ids)*(newTokens-1)) / dt
+			r.Prefill1 = rate(len(ids)*promptTokens, sum.prefill)
+			r.Decode1 = rate(sum.tokens, sum.decode)
 		case 2:
-			pre, dec, err := gen(ids)
+			t, err := gen(ids, newTokens)
 			if err != nil {
 				return err
 			}
-			r.Prefill8, r.Decode8 = pre, dec
+			r.Prefill8, r.Decode8 = rate(len(ids)*promptTokens, t.prefill), rate(t.tokens, t.decode)
 		}
 	}
 	return nil
 }
 
+// timing is one generation call's: the seconds until every row had its
+// first token (or ended without one: prefill), the seconds after that
+// (decode), and the tokens after each row's first.
+type timing struct {
+	prefill, decode float64
+	tokens          int
+}
+
 // timed runs fn, which calls each(row, n) for every n new tokens of a
-// row, and returns prompt tok/s (start until every row has its first
-// token) and decode tok/s (new tokens after each row's first, over the rest
-// of the time).
-func timed(rows int, fn func(each func(row, n int)) error, promptTotal int) (prefill, decode float64, err error) {
+// row and each(row, 0) when a row ends (a row may end without a token: a
+// random model's first greedy token can be its end-of-text id), and
+// returns its timing.
+func timed(rows int, fn func(each func(row, n int)) error) (timing, error) {
 	var mu sync.Mutex
 	var firstAt time.Time
 	started := make([]bool, rows)
 	seen, total := 0, 0
 	start := time.Now()
-	err = fn(func(row, n int) {
+	err := fn(func(row, n int) {
 		mu.Lock()
 		defer mu.Unlock()
-		total += n
 		if !started[row] {
 			started[row] = true
-			total -= 1 // the first token comes with the prefill
+			if n > 0 {
+				n-- // the first token comes with the prefill
+			}
 			if seen++; seen == rows {
 				firstAt = time.Now()
 			}
 		}
+		total += n
 	})
 	end := time.Now()
 	if err != nil {
-		return 0, 0, err
+		return timing{}, err
 	}
-	if seen < rows || total <= 0 {
-		return 0, 0, fmt.Errorf("only %d tokens after the first for %d of %d rows", total, seen, rows)
+	if seen < rows {
+		return timing{}, fmt.Errorf("%d of %d rows ended without a token or an end", rows-seen, rows)
 	}
-	return float64(promptTotal) / firstAt.Sub(start).Seconds(),
-		float64(total) / end.Sub(firstAt).Seconds(), nil
+	return timing{prefill: firstAt.Sub(start).Seconds(), decode: end.Sub(firstAt).Seconds(), tokens: total}, nil
+}
+
+// rate is n over seconds, 0 when either is 0.
+func rate(n int, seconds float64) float64 {
+	if n <= 0 || seconds <= 0 {
+		return 0
+	}
+	return float64(n) / seconds
 }
 
 // --- Ollama ---
 
-func runOllama(ctx context.Context, dir, name string, pid int) error {
+func runOllama(ctx context.Context, dir, name string, pid int, phase, logFile string) error {
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return fmt.Errorf("load tokenizer: %w", err)
@@ -438,16 +556,29 @@ func runOllama(ctx context.Context, dir, name string, pid int) error {
 		return fmt.Errorf("ollama client: %w", err)
 	}
 	byIDs := map[string]string{}
-	for set := range 3 {
-		texts, ids, err := prompts(tok, set)
-		if err != nil {
-			return err
-		}
+	remember := func(texts []string, ids [][]int) {
 		for i := range texts {
 			byIDs[fmt.Sprint(ids[i])] = texts[i]
 		}
 	}
-	gen := func(ids [][]int) (float64, float64, error) {
+	numCtx := 2048
+	if phase == "long" {
+		numCtx = longContext
+		texts, ids, err := longSet(tok)
+		if err != nil {
+			return err
+		}
+		remember(texts, ids)
+	} else {
+		for set := range 3 {
+			texts, ids, err := prompts(tok, set)
+			if err != nil {
+				return err
+			}
+			remember(texts, ids)
+		}
+	}
+	gen := func(ids [][]int, maxNew int) (timing, error) {
 		return timed(len(ids), func(each func(int, int)) error {
 			var wg sync.WaitGroup
 			errs := make([]error, len(ids))
@@ -457,10 +588,13 @@ func runOllama(ctx context.Context, dir, name string, pid int) error {
 					defer wg.Done()
 					stream := true
 					req := &api.GenerateRequest{Model: name, Prompt: byIDs[fmt.Sprint(ids[i])], Raw: true, Stream: &stream,
-						Options: map[string]any{"num_predict": newTokens, "temperature": 0, "num_ctx": 2048, "seed": 1}}
+						Options: map[string]any{"num_predict": maxNew, "temperature": 0, "num_ctx": numCtx, "seed": 1}}
 					errs[i] = client.Generate(ctx, req, func(r api.GenerateResponse) error {
-						if r.Response != "" {
+						switch {
+						case r.Response != "":
 							each(i, 1) // one streamed chunk per token
+						case r.Done:
+							each(i, 0)
 						}
 						return nil
 					})
@@ -468,14 +602,106 @@ func runOllama(ctx context.Context, dir, name string, pid int) error {
 			}
 			wg.Wait()
 			return errors.Join(errs...)
-		}, len(ids)*promptTokens)
+		})
 	}
-	r := result{Engine: "Ollama v0.6.5 (ggml, F16, -march=native)"}
-	if err := measure(tok, &r, gen); err != nil {
+	r := result{Engine: "Ollama v0.6.5 (ggml)", Weights: weightsOf(dir)}
+	meter := startCPUMeter(pid)
+	switch phase {
+	case "long":
+		err = measureLong(tok, &r, gen)
+	case "short", "":
+		err = measure(tok, &r, gen)
+	default:
+		err = fmt.Errorf("phase %q: want short or long", phase)
+	}
+	if err != nil {
 		return err
 	}
+	r.OtherCores = meter.others()
 	r.PeakRSS = treeHWM(pid)
+	r.Kernels = ggmlFeatures(logFile)
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// cpuMeter measures the CPU time that other processes take while an
+// engine runs: the machine's busy time (/proc/stat) less the engine's own
+// (this process, and an Ollama server's processes). On a machine shared
+// with other work it says how much of that work each measurement met.
+type cpuMeter struct {
+	start     time.Time
+	busy, own float64
+	pid       int
+}
+
+func startCPUMeter(pid int) *cpuMeter {
+	return &cpuMeter{start: time.Now(), busy: busySeconds(), own: ownSeconds(pid), pid: pid}
+}
+
+// others is the CPU other processes took since start, in cores.
+func (c *cpuMeter) others() *float64 {
+	wall := time.Since(c.start).Seconds()
+	if wall <= 0 {
+		return nil
+	}
+	v := max(0, (busySeconds()-c.busy)-(ownSeconds(c.pid)-c.own)) / wall
+	return &v
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc's CPU times.
+const clockTicks = 100
+
+// busySeconds is the CPU time every core spent busy since boot: all of
+// /proc/stat's cpu line but idle and iowait.
+func busySeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var sum float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest times are in user already
+			continue
+		}
+		x, _ := strconv.ParseFloat(v, 64)
+		sum += x
+	}
+	return sum / clockTicks
+}
+
+// ownSeconds is the CPU time of this process, plus that of pid and its
+// children when pid > 0.
+func ownSeconds(pid int) float64 {
+	var ru syscall.Rusage
+	var t float64
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		t = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	if pid <= 0 {
+		return t
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// After the parenthesised command name: state, ppid, ..., utime
+		// and stime are the 12th and 13th fields.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 13 || (p != pid && f[1] != strconv.Itoa(pid)) {
+			continue
+		}
+		u, _ := strconv.ParseFloat(f[11], 64)
+		k, _ := strconv.ParseFloat(f[12], 64)
+		t += (u + k) / clockTicks
+	}
+	return t
 }
 
 // treeHWM is the largest VmHWM (peak RSS) among pid and its children (the
@@ -521,7 +747,165 @@ func hwm(pid int) int64 {
 	return 0
 }
 
+// ggmlFeatures lists the CPU features ggml reports in an Ollama server's
+// log (its "system" line: the SIMD extensions it was built with) and the
+// weights' type llama.cpp loaded (Ollama v0.6.5 converts a BF16
+// checkpoint's matrices to F16).
+func ggmlFeatures(logFile string) string {
+	if logFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		return ""
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "CPU :") || strings.Contains(l, "CPU.0.") {
+			line = l
+		}
+	}
+	var feats []string
+	for _, f := range []string{"AVX512_BF16", "AVX512_VNNI", "AVX512", "AVX_VNNI", "AVX2", "AVX", "F16C", "FMA"} {
+		for _, form := range []string{f + " = 1", "CPU.0." + f + "=1"} {
+			if strings.Contains(line, form) {
+				feats = append(feats, f)
+				break
+			}
+		}
+	}
+	out := "ggml CPU: " + strings.Join(feats, " ")
+	if len(feats) == 0 {
+		out = "ggml CPU features not in the log"
+	}
+	// llama.cpp's loader: "print_info: file type   = F16".
+	for _, l := range strings.Split(string(b), "\n") {
+		if _, v, ok := strings.Cut(l, "file type   = "); ok {
+			out += ", weights " + strings.TrimSpace(v)
+			break
+		}
+	}
+	return out
+}
+
 // --- report ---
+
+// row is one engine's results on one checkpoint: its short and long
+// phases, a result per round.
+type row struct {
+	weights, engine string
+	short, long     []result
+}
+
+// rowsOf merges results into rows, in the order they first appear: a
+// row per checkpoint dtype and engine.
+func rowsOf(rs []result) []*row {
+	var rows []*row
+	find := func(r result) *row {
+		for _, x := range rows {
+			if x.weights == r.Weights && x.engine == short(r.Engine) {
+				return x
+			}
+		}
+		x := &row{weights: r.Weights, engine: short(r.Engine)}
+		rows = append(rows, x)
+		return x
+	}
+	for _, r := range rs {
+		x := find(r)
+		if r.Phase == "long" {
+			x.long = append(x.long, r)
+		} else {
+			x.short = append(x.short, r)
+		}
+	}
+	return rows
+}
+
+// metric is one column of the table: its name, the phase it is measured
+// in (long or short), its value in a result (0: not measured) and its
+// format.
+type metric struct {
+	name   string
+	long   bool
+	value  func(result) float64
+	format string
+}
+
+// metrics are the table's columns.
+func metrics() []metric {
+	ms := []metric{
+		{"prefill b1 tok/s", false, func(r result) float64 { return r.Prefill1 }, "%.0f"},
+		{"decode b1 tok/s", false, func(r result) float64 { return r.Decode1 }, "%.1f"},
+		{"prefill b8 tok/s", false, func(r result) float64 { return r.Prefill8 }, "%.0f"},
+		{"decode b8 tok/s", false, func(r result) float64 { return r.Decode8 }, "%.1f"},
+		{"peak RSS MB", false, func(r result) float64 { return float64(r.PeakRSS) / 1e6 }, "%.0f"},
+	}
+	for i, n := range longPrompts {
+		ms = append(ms, metric{fmt.Sprintf("prefill %dk tok/s", n/1024), true, func(r result) float64 {
+			if i < len(r.PrefillLong) {
+				return r.PrefillLong[i]
+			}
+			return 0
+		}, "%.0f"})
+	}
+	ms = append(ms,
+		metric{fmt.Sprintf("decode after %dk tok/s", longPrompts[len(longPrompts)-1]/1024), true, func(r result) float64 { return r.DecodeLong }, "%.1f"},
+		metric{"peak RSS MB long", true, func(r result) float64 { return float64(r.PeakRSS) / 1e6 }, "%.0f"})
+	return ms
+}
+
+// median is the median of xs' positive values (0 when there is none).
+func median(xs []float64) float64 {
+	var v []float64
+	for _, x := range xs {
+		if x > 0 {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 0 {
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+// values are metric m's values in each round of x.
+func (x *row) values(m metric) []float64 {
+	rs := x.short
+	if m.long {
+		rs = x.long
+	}
+	var out []float64
+	for _, r := range rs {
+		out = append(out, m.value(r))
+	}
+	return out
+}
+
+// ratio is tally's value over Ollama's for m: the median of the rounds'
+// ratios when both measured every round (each round runs the two in
+// turn), else the ratio of the medians; and each round's ratio.
+func ratio(a, o *row, m metric) (float64, []float64) {
+	av, ov := a.values(m), o.values(m)
+	if len(av) == len(ov) && len(av) > 1 {
+		var each []float64
+		for i := range av {
+			if av[i] > 0 && ov[i] > 0 {
+				each = append(each, av[i]/ov[i])
+			}
+		}
+		return median(each), each
+	}
+	am, om := median(av), median(ov)
+	if am <= 0 || om <= 0 {
+		return 0, nil
+	}
+	return am / om, nil
+}
 
 func report(dir string, files []string) error {
 	st, err := os.Stat(filepath.Join(dir, "model.safetensors"))
@@ -530,29 +914,111 @@ func report(dir string, files []string) error {
 	}
 	weightBytes := float64(st.Size())
 	bw := bandwidth()
-	roof := bw / weightBytes // decode tok/s if every step reads the F16 weights once
+	roof := bw / weightBytes // decode tok/s if every step reads the 16-bit weights once
 	rs, err := readResults(files)
 	if err != nil {
 		return err
 	}
+	rows := rowsOf(rs)
+	rounds := 0
+	for _, x := range rows {
+		rounds = max(rounds, len(x.short), len(x.long))
+	}
 	fmt.Printf("model: random Llama, hidden %d, %d layers, %.1fM parameters, 16-bit weights (%.0f MB)\n",
 		hidden, layers, weightBytes/2/1e6, weightBytes/1e6)
-	fmt.Printf("prompts: %d × %d tokens, %d new tokens; %d threads (GOMAXPROCS), %s\n",
-		nPrompts, promptTokens, newTokens, runtime.GOMAXPROCS(0), cpuModel())
+	fmt.Printf("prompts: %d × %d tokens, %d new tokens (batch 1: one at a time; batch 8: at once); long: %v tokens at batch 1, %d new tokens\n",
+		nPrompts, promptTokens, newTokens, longPrompts, longNew)
+	fmt.Printf("%d threads (GOMAXPROCS), %s; %d round(s), each running the engines in turn, medians shown\n", runtime.GOMAXPROCS(0), cpuModel(), rounds)
 	fmt.Printf("memory read bandwidth %.1f GB/s: decode roofline %.0f tok/s (16-bit weights read once per step)\n\n", bw/1e9, roof)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "engine\tprefill tok/s b1\tdecode tok/s b1\tdecode/roofline\tprefill tok/s b8\tdecode tok/s b8\tb8/b1 decode\tpeak RSS MB\t")
-	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.0f%%\t%.0f\t%.1f\t%.1f×\t%.0f\t\n", r.Engine, r.Prefill1, r.Decode1,
-			100*r.Decode1/roof, r.Prefill8, r.Decode8, r.Decode8/r.Decode1, float64(r.PeakRSS)/1e6)
+	ms := metrics()
+	var head, rule []string
+	for _, m := range ms {
+		head = append(head, m.name)
+		rule = append(rule, "---")
 	}
-	tw.Flush()
-	if len(rs) == 2 && rs[1].Decode1 > 0 && rs[1].Prefill1 > 0 {
-		a, o := rs[0], rs[1]
-		fmt.Printf("\nratios %s / %s: prefill b1 %.2f×, decode b1 %.2f×, prefill b8 %.2f×, decode b8 %.2f×\n",
-			short(a.Engine), short(o.Engine), a.Prefill1/o.Prefill1, a.Decode1/o.Decode1, a.Prefill8/o.Prefill8, a.Decode8/o.Decode8)
+	fmt.Printf("| weights | engine | %s |\n|---|---|%s|\n", strings.Join(head, " | "), strings.Join(rule, "|"))
+	cell := func(v float64, format string) string {
+		if v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	// Per checkpoint: its engines' rows, then each tally row's ratios to
+	// the Ollama row.
+	var weights []string
+	for _, x := range rows {
+		if !slices.Contains(weights, x.weights) {
+			weights = append(weights, x.weights)
+		}
+	}
+	for _, w := range weights {
+		for _, a := range rows {
+			if a.weights != w {
+				continue
+			}
+			var cells []string
+			for _, m := range ms {
+				cells = append(cells, cell(median(a.values(m)), m.format))
+			}
+			fmt.Printf("| %s | %s | %s |\n", a.weights, a.engine, strings.Join(cells, " | "))
+		}
+		for _, a := range rows {
+			if a.weights != w || !strings.HasPrefix(a.engine, "tally") {
+				continue
+			}
+			for _, o := range rows {
+				if o.weights != w || !strings.HasPrefix(o.engine, "Ollama") {
+					continue
+				}
+				var cells []string
+				for _, m := range ms {
+					q, each := ratio(a, o, m)
+					c := cell(q, "%.2f×")
+					if len(each) > 1 {
+						var parts []string
+						for _, e := range each {
+							parts = append(parts, fmt.Sprintf("%.2f", e))
+						}
+						c += " (" + strings.Join(parts, " ") + ")"
+					}
+					cells = append(cells, c)
+				}
+				fmt.Printf("| %s | **%s / %s** | %s |\n", w, a.engine, o.engine, strings.Join(cells, " | "))
+			}
+		}
+	}
+	fmt.Println()
+	for _, x := range rows {
+		fmt.Printf("%s %s: %s; other work on the machine meanwhile %s cores (short), %s (long)\n", x.weights, x.engine, kernelsOf(x),
+			others(x.short), others(x.long))
 	}
 	return nil
+}
+
+// others lists each round's OtherCores.
+func others(rs []result) string {
+	if len(rs) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, r := range rs {
+		if r.OtherCores == nil {
+			parts = append(parts, "?") // measured before the meter
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%.1f", *r.OtherCores))
+	}
+	return strings.Join(parts, " ")
+}
+
+// kernelsOf names the kernels a row's engine ran.
+func kernelsOf(x *row) string {
+	for _, r := range append(slices.Clone(x.short), x.long...) {
+		if r.Kernels != "" {
+			return r.Kernels
+		}
+	}
+	return "kernels not reported"
 }
 
 // readResults reads result files, in order.
