@@ -159,6 +159,22 @@ type prefillRow struct {
 	all    [][]float32 // every position's logits (fullLogits only)
 }
 
+// remaining is the number of r's prompt tokens not prefilled yet.
+func (r *prefillRow) remaining() int { return len(r.ids) - r.done }
+
+// unfinished returns the rows with prompt tokens left to prefill, the
+// longest first (rows of equal length in their order).
+func unfinished(rows []*prefillRow) []*prefillRow {
+	var active []*prefillRow
+	for _, r := range rows {
+		if r.remaining() > 0 {
+			active = append(active, r)
+		}
+	}
+	sort.SliceStable(active, func(i, j int) bool { return active[i].remaining() > active[j].remaining() })
+	return active
+}
+
 // prefill runs rows (each in its own slot) through the model in chunks,
 // writing their keys and values into cache and recording each row's last
 // logits. all asks for every position's logits (one chunk, one row).
@@ -170,28 +186,21 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 	}
 	H := m.cfg.NumHeads
 	V := m.cfg.VocabSize
-	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("prefill: %w", err)
 		}
-		var active []*prefillRow
-		for _, r := range rows {
-			if remaining(r) > 0 {
-				active = append(active, r)
-			}
-		}
+		active := unfinished(rows)
 		if len(active) == 0 {
 			return nil
 		}
-		sort.SliceStable(active, func(i, j int) bool { return remaining(active[i]) > remaining(active[j]) })
 		R := batchBucket(len(active), batch)
 		// The chunk fits the longest remaining row (capped by limit, a
 		// power of two, when the attention budget asks for less); the
 		// cache positions before it are bounded by base.
 		limit := 0
 		chunk := func() int {
-			n := remaining(active[0])
+			n := active[0].remaining()
 			if limit > 0 {
 				n = min(n, limit)
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -636,25 +635,18 @@ func (m *Model) splitStep(cache []*tensors.Tensor, batch, length int, rows []ste
 // Options.PrefillBudget's unit), or in one call for all.
 func (m *Model) prefillSplit(ctx context.Context, cache []*tensors.Tensor, batch, length int, rows []*prefillRow, all bool, budget int) error {
 	H, V := m.cfg.NumHeads, m.cfg.VocabSize
-	remaining := func(r *prefillRow) int { return len(r.ids) - r.done }
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("prefill: %w", err)
 		}
-		var active []*prefillRow
-		for _, r := range rows {
-			if remaining(r) > 0 {
-				active = append(active, r)
-			}
-		}
+		active := unfinished(rows)
 		if len(active) == 0 {
 			return nil
 		}
-		sort.SliceStable(active, func(i, j int) bool { return remaining(active[i]) > remaining(active[j]) })
 		R := batchBucket(len(active), batch)
 		limit := 0
 		chunk := func() int {
-			n := remaining(active[0])
+			n := active[0].remaining()
 			if limit > 0 {
 				n = min(n, limit)
 			}
@@ -687,7 +679,7 @@ func (m *Model) prefillSplit(ctx context.Context, cache []*tensors.Tensor, batch
 		last := make([]int32, R)
 		srows := make([]stepRow, R)
 		for i, r := range group {
-			n := min(C, remaining(r))
+			n := min(C, r.remaining())
 			srows[i] = stepRow{slot: r.slot, pos0: r.done, n: n}
 			for j := range n {
 				tokens[i*C+j] = int32(r.ids[r.done+j])
