@@ -126,6 +126,11 @@ type TaskInfo struct {
 	// lm-eval files write what it says of each request and filter
 	// (generation kwargs, filtered responses) as lm-eval's writer does.
 	LMEval *lmeval.Task
+	// Unread says why a report of the store alone could not read an
+	// lm-eval task's file again ("": read, or not an lm-eval task): its
+	// lm-eval files then write the config and filters its stored fields
+	// give, not everything lm-eval's writer would.
+	Unread string
 }
 
 // SampleData is one sample as one model answered it.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -85,7 +86,10 @@ func infoOf(r variant.Record) *TaskInfo {
 				info.Filters[f.Name] = f.Filter
 			}
 		}
-		info.LMEval = lmevalTaskOf(r)
+		var err error
+		if info.LMEval, err = lmevalTaskOf(r); err != nil {
+			info.Unread = err.Error()
+		}
 		if info.LMEval != nil {
 			info.Version = info.LMEval.Version()
 		}
@@ -94,24 +98,28 @@ func infoOf(r variant.Record) *TaskInfo {
 }
 
 // lmevalTaskOf is the lm-eval task a variant's record was resolved from
-// (its task file and --set), read again; nil when it no longer reads as
-// that task.
-func lmevalTaskOf(r variant.Record) *lmeval.Task {
+// (its task file and --set), read again: nil and why when it no longer
+// reads as that task (nil and no error for a task not read from a task
+// file).
+func lmevalTaskOf(r variant.Record) (*lmeval.Task, error) {
 	spec := r.Info.TaskSpec
 	if !strings.HasSuffix(spec, ".yaml") && !strings.HasSuffix(spec, ".yml") {
-		return nil
+		return nil, nil
 	}
-	if t, err := lmeval.Load(spec, r.Info.Set); err == nil && t.Name() == r.Spec.Task {
-		return t
+	t, err := lmeval.Load(spec, r.Info.Set)
+	if err == nil && t.Name() == r.Spec.Task {
+		return t, nil
 	}
-	ts, err := lmeval.LoadGroup(spec, r.Info.Set)
-	if err != nil {
-		return nil
-	}
-	for _, t := range ts {
-		if t.Name() == r.Spec.Task {
-			return t
+	ts, gerr := lmeval.LoadGroup(spec, r.Info.Set)
+	if gerr == nil {
+		for _, t := range ts {
+			if t.Name() == r.Spec.Task {
+				return t, nil
+			}
 		}
 	}
-	return nil
+	if err == nil {
+		err = fmt.Errorf("%s no longer holds task %s", spec, r.Spec.Task)
+	}
+	return nil, err
 }

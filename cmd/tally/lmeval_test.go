@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -110,5 +112,37 @@ func TestFewshotFlag(t *testing.T) {
 		if got := strings.Count(p, "Passage:") - 1; got != tc.shots {
 			t.Errorf("%v: %d examples before the prompt, want %d:\n%s", tc.args, got, tc.shots, p)
 		}
+	}
+}
+
+// TestStoreReportTaskFileGone: a report of the store alone reads an
+// lm-eval task's file again for its lm-eval files; where it cannot (the
+// file gone, or Python it needs not opted in), the files hold what the
+// store has of the config, and the report says so and why, where it wrote
+// them silently.
+func TestStoreReportTaskFileGone(t *testing.T) {
+	dir := t.TempDir()
+	task := filepath.Join(dir, "gsm8k.yaml")
+	src, err := os.ReadFile("../../testdata/lmeval/gsm8k/gsm8k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(task, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "s.db")
+	if _, err := execute(t, "run", "--model", "demo", "--tasks", task, "--data", "../../testdata/lmeval/gsm8k/data", "--limit", "2", "--store", db); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := execute2(t, "report", "--store", db, "--output-path", filepath.Join(dir, "a"))
+	if err != nil || strings.Contains(stderr, "could not be read again") {
+		t.Fatalf("report with the task file in place: %v, %s", err, stderr)
+	}
+	if err := os.Remove(task); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = execute2(t, "report", "--store", db, "--output-path", filepath.Join(dir, "b"))
+	if err != nil || !strings.Contains(stderr, "task gsm8k: its task file could not be read again") || !strings.Contains(stderr, "gsm8k.yaml") {
+		t.Errorf("report with the task file gone: %v; stderr %s", err, stderr)
 	}
 }

@@ -128,6 +128,9 @@ func writeOutputPath(ds *report.Dataset, dir string, opt report.LMEvalOptions, s
 		if !scored {
 			fmt.Fprintf(stderr, "tally: task %s: every sample failed; its lm-eval files list them (failed samples count as 0) with no metric values\n", td.Label)
 		}
+		if td.Info != nil && td.Info.Unread != "" {
+			fmt.Fprintf(stderr, "tally: task %s: its task file could not be read again (%s): its lm-eval files' config and filters are what the store holds of them, not all that lm-eval writes (run the report where the run could read it, with the same --python)\n", td.Label, td.Info.Unread)
+		}
 		if td.PromptsLost() {
 			fmt.Fprintf(stderr, "tally: task %s: no lm-eval files: the store does not hold its prompts (an earlier tally's store; `tally report` shows its scores)\n", td.Label)
 		}
