@@ -162,6 +162,16 @@ type prefillRow struct {
 // remaining is the number of r's prompt tokens not prefilled yet.
 func (r *prefillRow) remaining() int { return len(r.ids) - r.done }
 
+// chunk is the prefill chunk that fits r's remaining tokens, capped by
+// limit (none when 0).
+func (r *prefillRow) chunk(limit int) int {
+	n := r.remaining()
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return chunkLength(n)
+}
+
 // unfinished returns the rows with prompt tokens left to prefill, the
 // longest first (rows of equal length in their order).
 func unfinished(rows []*prefillRow) []*prefillRow {
@@ -199,13 +209,7 @@ func (m *Model) prefill(ctx context.Context, cache []*tensors.Tensor, batch, len
 		// power of two, when the attention budget asks for less); the
 		// cache positions before it are bounded by base.
 		limit := 0
-		chunk := func() int {
-			n := active[0].remaining()
-			if limit > 0 {
-				n = min(n, limit)
-			}
-			return chunkLength(n)
-		}
+		chunk := func() int { return active[0].chunk(limit) }
 		base := func() int {
 			d := 0
 			for _, r := range active[:min(R, len(active))] {

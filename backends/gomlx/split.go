@@ -645,13 +645,7 @@ func (m *Model) prefillSplit(ctx context.Context, cache []*tensors.Tensor, batch
 		}
 		R := batchBucket(len(active), batch)
 		limit := 0
-		chunk := func() int {
-			n := active[0].remaining()
-			if limit > 0 {
-				n = min(n, limit)
-			}
-			return chunkLength(n)
-		}
+		chunk := func() int { return active[0].chunk(limit) }
 		keys := func(C int) int {
 			d := 0
 			for _, r := range active[:min(R, len(active))] {

@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"tally/internal/fsguard"
-	"tally/internal/pyre"
 	"tally/scoring"
 )
 
@@ -331,37 +329,25 @@ func (t *Task) PythonMetricValues(filter, resp string, docJSON, refs []byte, mul
 	if err != nil {
 		return nil, fmt.Errorf("references: %w", err)
 	}
-	var doc *Map
-	if len(docJSON) > 0 {
-		if v, err := decodeJSON(docJSON); err == nil {
-			doc, _ = v.(*Map)
-		}
+	res, err := t.FilteredValue(filter, resp, docJSON)
+	if err != nil {
+		return nil, err
 	}
-	for _, f := range t.c.filters {
-		if f.name != filter {
+	out := NewMap()
+	for _, m := range pys {
+		if m.passthrough {
+			out.Set(m.name, passthroughItem(res, gold, multi))
 			continue
 		}
-		res, err := f.apply(resp, doc, pyre.NewBudget(utf8.RuneCountInString(resp)+utf8.RuneCount(docJSON)))
+		vals, err := m.pyScore(res, gold, multi)
 		if err != nil {
 			return nil, err
 		}
-		out := NewMap()
-		for _, m := range pys {
-			if m.passthrough {
-				out.Set(m.name, passthroughItem(res, gold, multi))
-				continue
-			}
-			vals, err := m.pyScore(res, gold, multi)
-			if err != nil {
-				return nil, err
-			}
-			for _, k := range vals.Keys {
-				out.Set(k, vals.Vals[k])
-			}
+		for _, k := range vals.Keys {
+			out.Set(k, vals.Vals[k])
 		}
-		return out, nil
 	}
-	return nil, fmt.Errorf("task %s has no filter %q", t.c.task, filter)
+	return out, nil
 }
 
 // registeredFilter reads a filter step naming a filter tally does not
