@@ -68,6 +68,19 @@ func TokenF1(pred string, refs []string) float64 {
 }
 
 func tokenF1(pred, ref []string) float64 {
+	same := Shared(pred, ref)
+	if same == 0 {
+		return 0
+	}
+	prec := float64(same) / float64(len(pred))
+	rec := float64(same) / float64(len(ref))
+	return 2 * prec * rec / (prec + rec)
+}
+
+// Shared counts the tokens pred and ref have in common, as a multiset
+// (collections.Counter(pred) & Counter(ref), summed): the overlap every
+// token F1 rests on.
+func Shared(pred, ref []string) int {
 	counts := map[string]int{}
 	for _, t := range ref {
 		counts[t]++
@@ -79,12 +92,7 @@ func tokenF1(pred, ref []string) float64 {
 			same++
 		}
 	}
-	if same == 0 {
-		return 0
-	}
-	prec := float64(same) / float64(len(pred))
-	rec := float64(same) / float64(len(ref))
-	return 2 * prec * rec / (prec + rec)
+	return same
 }
 
 func squadNormalize(s string) string {

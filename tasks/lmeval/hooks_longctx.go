@@ -7,6 +7,7 @@ import (
 
 	"tally/internal/pyre"
 	"tally/internal/pystr"
+	"tally/scoring/textmatch"
 )
 
 // Ports of the Python modules of lm-eval's long-context suites (lm-eval
@@ -110,17 +111,7 @@ func normalizeAnswer(s string) (string, error) {
 // f1Tokens is metrics.py's f1_score on token lists: the int 0 when no
 // token is shared, else the F1 of the multiset overlap.
 func f1Tokens(pred, truth []string) any {
-	counts := map[string]int{}
-	for _, t := range truth {
-		counts[t]++
-	}
-	same := 0
-	for _, t := range pred {
-		if counts[t] > 0 {
-			counts[t]--
-			same++
-		}
-	}
+	same := textmatch.Shared(pred, truth)
 	if same == 0 {
 		return int64(0)
 	}
