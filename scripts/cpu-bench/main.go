@@ -681,6 +681,21 @@ func ownSeconds(pid int) float64 {
 	if pid <= 0 {
 		return t
 	}
+	procStats(func(p int, f []string) {
+		// state, ppid, ..., utime and stime are the 12th and 13th fields.
+		if len(f) < 13 || (p != pid && f[1] != strconv.Itoa(pid)) {
+			return
+		}
+		u, _ := strconv.ParseFloat(f[11], 64)
+		k, _ := strconv.ParseFloat(f[12], 64)
+		t += (u + k) / clockTicks
+	})
+	return t
+}
+
+// procStats calls f with each process's pid and the fields of its
+// /proc/PID/stat after the parenthesised command name (state, ppid, …).
+func procStats(f func(pid int, fields []string)) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
@@ -691,17 +706,8 @@ func ownSeconds(pid int) float64 {
 		if err != nil {
 			continue
 		}
-		// After the parenthesised command name: state, ppid, ..., utime
-		// and stime are the 12th and 13th fields.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 13 || (p != pid && f[1] != strconv.Itoa(pid)) {
-			continue
-		}
-		u, _ := strconv.ParseFloat(f[11], 64)
-		k, _ := strconv.ParseFloat(f[12], 64)
-		t += (u + k) / clockTicks
+		f(p, strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])))
 	}
-	return t
 }
 
 // treeHWM is the largest VmHWM (peak RSS) among pid and its children (the
@@ -711,22 +717,11 @@ func treeHWM(pid int) int64 {
 		return 0
 	}
 	best := hwm(pid)
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// ppid is the 2nd field after the parenthesised command name.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+	procStats(func(p int, f []string) {
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) { // its ppid
 			best = max(best, hwm(p))
 		}
-	}
+	})
 	return best
 }
 
